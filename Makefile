@@ -1,0 +1,56 @@
+# scalinglab: two commands matter.
+#   make reproduce   run every notebook headlessly (papermill), writing results/
+#   make test        unit tests, every notebook in the smoke profile, nbval checks
+# Both set up .venv themselves on a fresh clone.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+PROFILE ?= full
+RESULTS ?= results
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+export MPLBACKEND := Agg
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: reproduce test unit notebooks-test nbval lab venv lock bench clean
+
+# The virtualenv is rebuilt when the dependency pins change.
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[all]'
+	touch $@
+
+venv: $(STAMP)
+
+reproduce: $(STAMP)
+	@mkdir -p $(RESULTS)
+	@for nb in $(NOTEBOOKS); do \
+	  name=$$(basename $$nb .ipynb); mkdir -p $(RESULTS)/$$name; \
+	  echo "== $$name (profile $(PROFILE))"; \
+	  SCALINGLAB_RESULTS=$(abspath $(RESULTS)) $(VENV)/bin/papermill --cwd notebooks -k python3 \
+	    -p profile $(PROFILE) $$nb $(RESULTS)/$$name/$$name.ipynb || exit 1; \
+	done
+	@echo "Executed notebooks, figures and summary.json files are under $(RESULTS)/"
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:cacheprovider \
+	  --nbval-lax --nbval-current-env $(NOTEBOOKS)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Regenerate the pinned transitive closure after editing pyproject.toml.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q -e '.[all]'
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' > requirements.lock
+	rm -rf .venv-lock
+
+clean:
+	rm -rf $(RESULTS) .pytest_cache

@@ -1,0 +1,107 @@
+"""What every notebook shares: its profile, its results folder, its summary.
+
+A notebook starts with one cell tagged ``parameters`` (``profile = "full"``),
+then::
+
+    wb = Workbook("01_chinchilla_fit", profile)
+    settings = wb.pick(full=dict(n_boot=4000), smoke=dict(n_boot=200))
+    ...
+    wb.savefig(fig, "contours")          # results/01_chinchilla_fit/contours.png
+    wb.summary["fit"] = {...}
+    wb.write_summary()                   # results/01_chinchilla_fit/summary.json
+
+``$SCALINGLAB_PROFILE`` overrides the profile (the test suite uses it so that
+nbval can execute the committed notebooks quickly), and ``$SCALINGLAB_RESULTS``
+moves the results folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROFILES = ("full", "smoke")
+PROFILE_ENV = "SCALINGLAB_PROFILE"
+RESULTS_ENV = "SCALINGLAB_RESULTS"
+
+
+def resolve_profile(profile: str) -> str:
+    profile = os.environ.get(PROFILE_ENV) or profile
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+    return profile
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The checkout's root: the nearest parent holding notebooks/ and lib/."""
+    here = (start or Path.cwd()).resolve()
+    for cand in (here, *here.parents):
+        if (cand / "notebooks").is_dir() and (cand / "lib" / "scalinglab").is_dir():
+            return cand
+    return here
+
+
+def results_root() -> Path:
+    env = os.environ.get(RESULTS_ENV)
+    return Path(env).expanduser() if env else project_root() / "results"
+
+
+def pick_device() -> str:
+    """'cuda' when torch sees a GPU, else 'cpu' (torch is imported only here)."""
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _jsonable(obj: Any) -> Any:
+    """Numpy scalars and arrays, NaN and inf made safe for json.dump."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy scalar or array
+        return _jsonable(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+@dataclass
+class Workbook:
+    name: str
+    profile: str = "full"
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.profile = resolve_profile(self.profile)
+        self.summary.setdefault("profile", self.profile)
+
+    @property
+    def smoke(self) -> bool:
+        return self.profile == "smoke"
+
+    @property
+    def out_dir(self) -> Path:
+        path = results_root() / self.name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def pick(self, **by_profile: Any) -> Any:
+        """The value for the current profile: wb.pick(full=4000, smoke=200)."""
+        return by_profile[self.profile]
+
+    def savefig(self, fig, stem: str, dpi: int = 120) -> Path:
+        path = self.out_dir / f"{stem}.png"
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        return path
+
+    def write_summary(self) -> Path:
+        path = self.out_dir / "summary.json"
+        path.write_text(json.dumps(_jsonable(self.summary), indent=2, sort_keys=True) + "\n")
+        return path

@@ -1,0 +1,27 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_results(tmp_path, monkeypatch):
+    """Tests never write into the checkout's results/ or the user's cache."""
+    monkeypatch.setenv("SCALINGLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("SCALINGLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
+def mirror_or_skip() -> Path:
+    """The offline data mirror; tests that need real data skip without one."""
+    root = os.environ.get("SCALINGLAB_DATA_MIRROR")
+    if not root or not Path(root).is_dir():
+        pytest.skip("needs $SCALINGLAB_DATA_MIRROR (CI sets it to ../shared/data)")
+    return Path(root)
+
+
+@pytest.fixture
+def mirror() -> Path:
+    return mirror_or_skip()
