@@ -10,9 +10,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 # The headline keys each notebook's summary.json must hold (from the issues).
 REQUIRED_KEYS = {
-    "01_chinchilla_fit": ["fits"],
+    "01_chinchilla_fit": ["fits", "bootstrap", "hoffmann_test", "mean_trap", "corrected", "approach2"],
     "02_kaplan_vs_hoffmann": ["pearce_song", "porian_exponents"],
-    "03_inverse_scaling": ["neqa_gpt3_accuracy"],
+    "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "truthfulqa_family_trends"],
 }
 
 

@@ -55,6 +55,10 @@ class Dataset:
     # "module:function" taking (path, dataset) and returning a DataFrame, for
     # formats pandas cannot read directly (e.g. Porian et al.'s pickles).
     loader: str = ""
+    # False for files the standard offline mirror does not carry (they load
+    # when online, or from a mirror that has them); `data verify` then
+    # reports them as absent instead of failing.
+    mirrored: bool = True
     group: str = ""
 
 
@@ -206,13 +210,23 @@ def load(name: str):
     return df
 
 
+def _failure_state(ds: Dataset, exc: DataError) -> str:
+    if "has sha256" in str(exc):
+        return "corrupt"
+    return "missing" if ds.mirrored else "absent"
+
+
 def status(name: str) -> tuple[str, str]:
-    """(state, where) without downloading: state is ok, missing or corrupt."""
+    """(state, where) without downloading.
+
+    state is ok, corrupt, missing (a file the mirror should carry), or absent
+    (a file no offline mirror is expected to carry: not an error).
+    """
     ds = get(name)
     try:
         return "ok", str(locate(name, download=False))
     except DataError as exc:
-        return ("corrupt" if "has sha256" in str(exc) else "missing"), str(exc)
+        return _failure_state(ds, exc), str(exc)
 
 
 def verify(names: list[str] | None = None, *, download: bool = False) -> list[tuple[str, str, str]]:
@@ -223,7 +237,7 @@ def verify(names: list[str] | None = None, *, download: bool = False) -> list[tu
             try:
                 rows.append((name, "ok", str(locate(name, download=True))))
             except DataError as exc:
-                rows.append((name, "corrupt" if "has sha256" in str(exc) else "missing", str(exc)))
+                rows.append((name, _failure_state(get(name), exc), str(exc)))
         else:
             rows.append((name, *status(name)))
     return rows

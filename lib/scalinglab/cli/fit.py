@@ -1,0 +1,116 @@
+"""`scalinglab fit`: fit L(N, D) = E + A/N^alpha + B/D^beta to a table of runs, Hoffmann's way.
+
+The start stays fast: numpy and the fit itself, no pandas or scipy for a CSV
+(the file is read with the csv module), never torch or plotting libraries.
+"""
+
+from __future__ import annotations
+
+DEFAULT_COLS = {"n": "N", "d": "D", "loss": "loss"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fit", help="fit the Chinchilla law L(N,D) = E + A/N^alpha + B/D^beta to your runs",
+        description="Fit L(N, D) = E + A/N^alpha + B/D^beta with Hoffmann et al.'s method (log-space "
+                    "Huber loss, delta 1e-3, summed; 4,500-start grid). Give D per run (--d-col) or "
+                    "training compute (--c-col, D = C/(6N)). Without a dataset's roles the columns "
+                    "default to N, D and loss.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    p.add_argument("--n-col", metavar="COL", help="parameters N")
+    cols = p.add_mutually_exclusive_group()
+    cols.add_argument("--d-col", metavar="COL", help="training tokens D")
+    cols.add_argument("--c-col", metavar="COL", help="training compute C in FLOP; D = C/(6N)")
+    p.add_argument("--loss-col", metavar="COL", help="final loss")
+    p.add_argument("--drop-highest", type=int, default=0, metavar="K",
+                   help="drop the K highest-loss rows first (Epoch's protocol drops 5; default 0)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="K",
+                   help="K row-resampling bootstrap fits for standard errors and 95%% intervals")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _read_csv(path: str) -> dict[str, list[str]]:
+    import csv
+
+    from scalinglab.errors import UserError
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not rows or not any(rows[0]):
+        raise UserError(f"{path} is empty: expected a header row and one row per run")
+    header, body = rows[0], [r for r in rows[1:] if any(cell.strip() for cell in r)]
+    ragged = next((i for i, r in enumerate(body) if len(r) != len(header)), None)
+    if ragged is not None:
+        raise UserError(f"{path}: row {ragged} has {len(body[ragged])} fields, the header has {len(header)}")
+    # Empty cells are missing values, which the fit reports by column and row.
+    return {name: [r[j].strip() or "nan" for r in body] for j, name in enumerate(header)}
+
+
+def _source(args):
+    """(table, column roles, label): the CSV read by the csv module, or a registered dataset."""
+    if args.csv:
+        return _read_csv(args.csv), DEFAULT_COLS, args.csv
+    from scalinglab import data
+
+    ds = data.get(args.dataset)
+    if ds.format == "csv" and not ds.loader:
+        table = _read_csv(str(data.locate(args.dataset)))
+    else:
+        table = data.load(args.dataset)
+    return table, ds.roles, args.dataset
+
+
+def _run(args) -> int:
+    import json
+    import sys
+
+    from scalinglab import fit as F
+    from scalinglab.errors import UserError
+
+    table, roles, label = _source(args)
+    n_col = args.n_col or roles.get("n", "N")
+    loss_col = args.loss_col or roles.get("loss", "loss")
+    c_col, d_col = args.c_col, args.d_col
+    if not (c_col or d_col):  # D from the roles if known, else C, else a column called D
+        if "d" in roles or "c" not in roles:
+            d_col = roles.get("d", "D")
+        else:
+            c_col = roles["c"]
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    res = F.fit(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=args.drop_highest,
+                n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps({"source": label, "n_dropped": args.drop_highest, **res.to_dict()}, indent=2))
+    else:
+        print(_table(res, label, args.drop_highest))
+    return 0
+
+
+def _table(res, label: str, dropped: int) -> str:
+    bs = res.bootstrap
+    lines = [f"{label}: {res.n_rows} runs" + (f" ({dropped} highest losses dropped)" if dropped else "")
+             + f"; Huber delta {res.options.delta:g}, {res.n_starts} starts",
+             f"status: {res.status}" + (f" ({', '.join(res.at_bound)} at a bound)" if res.at_bound else "")
+             + f"; objective {res.objective:.6g}", ""]
+    head = f"{'':<7}{'estimate':>12}"
+    if bs:
+        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} resamples)"
+    lines.append(head)
+    values = {**res.params(), "a": res.a, "b": res.b}
+    for name, v in values.items():
+        row = f"{name:<7}{v:>12.5g}"
+        if bs:
+            lo, hi = bs.ci[name]
+            row += f"{bs.se[name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
+        lines.append(row)
+    lines.append("")
+    lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""`scalinglab inverse-eval`: score one model on one Inverse Scaling Prize task, as the prize did."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "inverse-eval",
+        help="score a model on an Inverse Scaling Prize task (accuracy, prize loss, acc_norm)",
+        description="Classification tasks: each class scored by its summed token log-probability after the "
+                    "prompt; accuracy = argmax; loss = -log of the correct class's probability renormalised "
+                    "over the classes; acc_norm = lm-evaluation-harness's per-character normalisation. "
+                    "Sequence-probability tasks: loss = the completion's negative log-likelihood.",
+    )
+    p.add_argument("--task", required=True, help="task name, e.g. neqa, memo-trap (scalinglab.inverse.TASKS)")
+    p.add_argument("--model", required=True, help="hf:NAME (needs transformers and the hub or a local folder) "
+                                                  "or a path to a scalinglab .pt checkpoint")
+    p.add_argument("--limit", type=int, default=None, help="score only the first K examples")
+    p.add_argument("--batch-size", type=int, default=16, help="examples per forward pass (default 16)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_inverse_eval)
+
+
+def _inverse_eval(args) -> int:
+    import time
+
+    from scalinglab import inverse, lm_adapters, scoring
+    from scalinglab.errors import UserError
+
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be at least 1, got {args.limit}")
+    task = inverse.get_task(args.task)
+    rows = inverse.load_task(task.name, limit=args.limit)
+    lm = lm_adapters.load_lm(args.model)
+    t0 = time.perf_counter()
+    _, summary = scoring.evaluate_rows(lm, rows, scoring.ScoreOptions(batch_size=args.batch_size,
+                                                                      progress=not args.json))
+    out = dict(task=task.name, metric=task.metric, model=lm.name, params=lm.params, **summary,
+               seconds=round(time.perf_counter() - t0, 3))
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for key, value in out.items():
+        print(f"{key:<12} {value:.4f}" if isinstance(value, float) else f"{key:<12} {value}")
+    return 0

@@ -1,0 +1,66 @@
+"""`scalinglab sweep` and `scalinglab sweep-report`: isoFLOP training sweeps from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+PRESETS = ("kaplan", "hoffmann")        # mirrors scalinglab.sweep (not imported: it would pull in torch paths)
+PROFILES = ("smoke", "cpu", "gpu-quick", "gpu")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="train an isoFLOP grid of small GPTs into a SQLite database (resumable)",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--preset", choices=PRESETS, required=True,
+                   help="kaplan: non-embedding N, constant LR after a long warmup, fixed hyperparameters; "
+                        "hoffmann: N with the head, short warmup, cosine to budget, scaled LR/batch/beta2")
+    p.add_argument("--profile", choices=PROFILES, default="smoke")
+    p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
+    p.add_argument("--launcher", choices=("local", "submitit"), default="local",
+                   help="local: runs one after another here; submitit: one job per run (SLURM when available)")
+    p.add_argument("--executor", choices=("auto", "slurm", "local", "debug"), default="auto",
+                   help="submitit's cluster")
+    p.add_argument("--max-runs", type=int, default=None, help="stop after this many runs (resume later)")
+    p.add_argument("--workers", type=int, default=None, help="runs at once with --launcher local (default: the profile's)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON when done")
+    p.set_defaults(func=_sweep)
+
+    r = sub.add_parser("sweep-report", help="planned and finished runs and the compute-optimal exponent of a sweep")
+    r.add_argument("--db", required=True)
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=_report)
+
+
+def _print_report(rep: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rep, indent=2))
+        return
+    print(f"{rep['preset']}/{rep['profile']}: {rep['finished']}/{rep['planned']} runs finished "
+          f"({rep['train_seconds']:.0f} s of training, {rep['train_flops']:.3g} FLOPs)")
+    if "utilisation" in rep:
+        print(f"GPU utilisation over the sweep: {rep['utilisation']:.1%} of dense bf16 peak")
+    e = rep["exponent"]
+    if e.get("a") is None:
+        print(f"exponent: not available ({e.get('reason')})")
+    else:
+        ci = e["ci"]
+        interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
+        print(f"exponent a (N* ∝ C^a): {e['a']:.3f}{interval} from {e['n_budgets']} budgets")
+
+
+def _sweep(args) -> int:
+    from scalinglab import sweep
+
+    sweep.run_sweep(args.preset, args.profile, args.db, launcher=args.launcher, max_runs=args.max_runs,
+                    workers=args.workers,
+                    executor=None if args.executor == "auto" else args.executor)
+    _print_report(sweep.report(args.db), args.json)
+    return 0
+
+
+def _report(args) -> int:
+    from scalinglab import sweep
+
+    _print_report(sweep.report(args.db), args.json)
+    return 0

@@ -1,0 +1,564 @@
+"""The Chinchilla parametric law L(N, D) = E + A/N^α + B/D^β, fitted as Hoffmann did.
+
+Hoffmann et al. 2022 (Approach 3, Appendix D.2) fit the law in log space,
+
+    log L̂ = LSE(a − α log N, b − β log D, e),   A = eᵃ, B = eᵇ, E = eᵉ,
+
+minimising the Huber loss (δ = 1e-3) of the log residuals, summed over runs,
+with L-BFGS from a grid of 4,500 starts. Besiroglu et al. 2024 (Epoch AI)
+showed that averaging instead of summing shrinks the objective n-fold, so
+L-BFGS-B's default tolerances stop it far from the optimum;
+``lbfgs_per_start(..., reduction="mean")`` reproduces that trap.
+
+Here all 4,500 starts are scored at once, the best are optimised together by
+a batched Newton solver (numpy, one array over all starts, exact Hessian
+where it is positive definite, IRLS Gauss-Newton elsewhere, line search on
+the true objective), and the bootstrap re-fits every row resample at once in
+the same solver, warm-started from the point estimate, each resample being a
+row of resample counts used as weights. ``bench/bench_fit.py`` checks the
+result against scipy's L-BFGS-B run from every start.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from scalinglab.errors import UserError
+
+PARAMS = ("E", "A", "B", "alpha", "beta")
+THETA = ("e", "a", "b", "alpha", "beta")  # the optimiser's coordinates: e, a, b are logs of E, A, B
+MIN_ROWS = 10  # five parameters and a robust loss: keep at least as many residual degrees of freedom
+
+
+def hoffmann_grid() -> np.ndarray:
+    """Hoffmann's 4,500 starts as rows of THETA: α, β ∈ {0,…,2}, e ∈ {−1,…,1}, a, b ∈ {0,5,…,25}."""
+    exps = np.arange(0.0, 2.01, 0.5)
+    es = np.arange(-1.0, 1.01, 0.5)
+    abs_ = np.arange(0.0, 25.01, 5.0)
+    return np.array([(e, a, b, al, be) for al, be, e, a, b in itertools.product(exps, exps, es, abs_, abs_)])
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How to fit. The defaults are Hoffmann's method, done to convergence."""
+
+    delta: float = 1e-3            # Huber threshold on log residuals
+    n_refine: int = 50             # best-scoring grid starts optimised together
+    grid_iters: int = 60           # batched iterations for those starts before picking finalists
+    n_polish: int = 3              # distinct best solutions then solved to convergence
+    # Box for (e, a, b, alpha, beta). Wide enough never to bind on real runs;
+    # a parameter that ends on it is flagged (e at −20 means "no E": E ≈ 0).
+    lower: tuple[float, ...] = (-20.0, -20.0, -20.0, 0.0, 0.0)
+    upper: tuple[float, ...] = (5.0, 60.0, 60.0, 5.0, 5.0)
+    # Gradient tolerances are in the summed objective's scale (≈ δ·n·|r| ≈ 1e-3
+    # on Epoch's 240 rows), so 1e-9 is six orders below the objective.
+    gtol: float = 1e-9             # the solver stops when max |projected gradient| < this
+    status_gtol: float = 1e-7      # a result is "converged" below this, else "max_iter"
+    batch_iters: int = 500         # batched Newton iterations, at most (most need < 15)
+    batch_tol: float = 1e-10       # ...or when every |Δθ| is below this
+
+
+@dataclass(frozen=True)
+class ScalingLaw:
+    """A parameter set of L(N, D) = E + A/N^α + B/D^β and what follows from it under C = 6ND."""
+
+    E: float
+    A: float
+    B: float
+    alpha: float
+    beta: float
+
+    @property
+    def a(self) -> float:
+        """N_opt ∝ C^a."""
+        return self.beta / (self.alpha + self.beta)
+
+    @property
+    def b(self) -> float:
+        """D_opt ∝ C^b."""
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.array([np.log(self.E), np.log(self.A), np.log(self.B), self.alpha, self.beta])
+
+    def params(self) -> dict[str, float]:
+        return {k: float(getattr(self, k)) for k in PARAMS}
+
+    def loss(self, N, D):
+        N, D = np.asarray(N, float), np.asarray(D, float)
+        return self.E + self.A / N**self.alpha + self.B / D**self.beta
+
+    def n_opt(self, C):
+        """Loss-minimising N at compute C (FLOP), with D = C/(6N) (Hoffmann eq. 4)."""
+        G = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / (self.alpha + self.beta))
+        return G * (np.asarray(C, float) / 6.0) ** self.a
+
+    def d_opt(self, C):
+        return np.asarray(C, float) / (6.0 * self.n_opt(C))
+
+    def tokens_per_param(self, C):
+        return self.d_opt(C) / self.n_opt(C)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Row-resampling bootstrap: replicate fits, their spread and intervals."""
+
+    samples: np.ndarray            # (n_ok, 5) columns PARAMS, converged replicates only
+    converged: np.ndarray          # (n_boot,) bool: which resamples those are
+    n_boot: int
+    n_failed: int                  # replicates that hit max_iter or a bound (excluded)
+    level: float
+    seed: int
+
+    def column(self, name: str) -> np.ndarray:
+        if name in PARAMS:
+            return self.samples[:, PARAMS.index(name)]
+        al, be = self.column("alpha"), self.column("beta")
+        if name == "a":
+            return be / (al + be)
+        if name == "b":
+            return al / (al + be)
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return PARAMS + ("a", "b")
+
+    @property
+    def se(self) -> dict[str, float]:
+        return {k: float(np.std(self.column(k), ddof=1)) for k in self.names}
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        """Percentile intervals at ``level``."""
+        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
+        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Covariance of (E, A, B, alpha, beta) across replicates."""
+        return np.cov(self.samples, rowvar=False)
+
+    @property
+    def cov_log(self) -> np.ndarray:
+        """Covariance of (log E, log A, log B, alpha, beta): closer to normal than A and B themselves."""
+        return np.cov(_to_theta(self.samples), rowvar=False)
+
+    def wald_test(self, estimate: ScalingLaw, law: ScalingLaw) -> tuple[float, float]:
+        """χ² (5 df) of ``law`` against ``estimate`` with the bootstrap covariance in log space; (χ², p)."""
+        from scipy import stats
+
+        diff = estimate.theta - law.theta
+        chi2 = float(diff @ np.linalg.solve(self.cov_log, diff))
+        return chi2, float(stats.chi2.sf(chi2, df=len(diff)))
+
+    def tokens_per_param(self, C: float) -> np.ndarray:
+        return np.array([ScalingLaw(*row).tokens_per_param(C) for row in self.samples])
+
+
+@dataclass(frozen=True)
+class FitResult(ScalingLaw):
+    """A fitted law with how it was found. ``status``: converged, max_iter or at_bound.
+
+    Data that cannot identify the law never get a result: ``check_identifiable``
+    raises a UserError instead.
+    """
+
+    objective: float = float("nan")
+    status: str = "converged"
+    at_bound: tuple[str, ...] = ()
+    n_rows: int = 0
+    n_starts: int = 0
+    grad_norm: float = float("nan")
+    options: FitOptions = field(default_factory=FitOptions)
+    bootstrap: Bootstrap | None = None
+
+    @property
+    def law(self) -> ScalingLaw:
+        return ScalingLaw(*(getattr(self, k) for k in PARAMS))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.params(), "a": self.a, "b": self.b, "status": self.status,
+                               "at_bound": list(self.at_bound), "objective": self.objective,
+                               "n_rows": self.n_rows, "n_starts": self.n_starts,
+                               "delta": self.options.delta}
+        if self.bootstrap is not None:
+            bs = self.bootstrap
+            out["bootstrap"] = {"n_boot": bs.n_boot, "n_failed": bs.n_failed, "level": bs.level,
+                                "seed": bs.seed, "se": bs.se, "ci": {k: list(v) for k, v in bs.ci.items()}}
+        return out
+
+
+def _to_theta(params: np.ndarray) -> np.ndarray:
+    """(…, E, A, B, alpha, beta) → (…, e, a, b, alpha, beta)."""
+    out = np.array(params, float, copy=True)
+    out[..., :3] = np.log(out[..., :3])
+    return out
+
+
+def _to_params(theta: np.ndarray) -> np.ndarray:
+    out = np.array(theta, float, copy=True)
+    out[..., :3] = np.exp(out[..., :3])
+    return out
+
+
+# --- the objective ---------------------------------------------------------
+
+
+def _huber(r: np.ndarray, delta: float) -> np.ndarray:
+    ar = np.abs(r)
+    return np.where(ar <= delta, 0.5 * r * r, delta * (ar - 0.5 * delta))
+
+
+def _terms(theta: np.ndarray, logN: np.ndarray, logD: np.ndarray):
+    """log L̂ and the softmax weights of the three terms, for (K, 5) θ against n points: (K, n) each."""
+    e, a, b, al, be = (theta[:, i, None] for i in range(5))
+    tA = a - al * logN
+    tB = b - be * logD
+    tE = np.broadcast_to(e, tA.shape)
+    m = np.maximum(np.maximum(tA, tB), tE)
+    xA, xB, xE = np.exp(tA - m), np.exp(tB - m), np.exp(tE - m)
+    s = xA + xB + xE
+    return m + np.log(s), xE / s, xA / s, xB / s
+
+
+def _jacobian(pE, pA, pB, logN, logD) -> np.ndarray:
+    """∂ log L̂ / ∂θ, shape (K, n, 5)."""
+    return np.stack([pE, pA, pB, -pA * logN, -pB * logD], axis=-1)
+
+
+def objective(theta, logN, logD, logL, delta=1e-3, weights=None, reduction="sum"):
+    """Huber objective for one θ (5,) or many (K, 5); ``weights`` (n,) or (K, n) are resample counts."""
+    th = np.atleast_2d(theta)
+    pred = _terms(th, logN, logD)[0]
+    h = _huber(pred - logL, delta)
+    if weights is not None:
+        h = h * weights
+    out = h.sum(axis=1)
+    if reduction == "mean":
+        out = out / (h.shape[1] if weights is None else np.sum(weights, axis=-1))
+    return out if np.ndim(theta) == 2 else float(out[0])
+
+
+def _value_and_grad(theta, logN, logD, logL, delta, reduction="sum", weights=None):
+    """Objective and gradient at one θ, for scipy; ``weights`` are resample counts."""
+    pred, pE, pA, pB = _terms(theta[None, :], logN, logD)
+    r = pred[0] - logL
+    w = np.ones_like(r) if weights is None else np.asarray(weights, float)
+    J = _jacobian(pE[0], pA[0], pB[0], logN, logD)
+    f, g = (_huber(r, delta) * w).sum(), J.T @ (np.clip(r, -delta, delta) * w)
+    if reduction == "mean":
+        f, g = f / w.sum(), g / w.sum()
+    return f, g
+
+
+# --- the batched solver ----------------------------------------------------
+
+
+def _projected_grad(theta, g, lo, hi):
+    """The gradient with components that push out of the box zeroed (KKT check)."""
+    return np.where(((theta <= lo) & (g > 0)) | ((theta >= hi) & (g < 0)), 0.0, g)
+
+
+def _weighted_gram(J: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Σ_n w_kn J_kn J_knᵀ, shape (K, 5, 5)."""
+    return np.matmul(J.transpose(0, 2, 1) * w[:, None, :], J)
+
+
+def _newton_and_irls(theta, W, logN, logD, logL, delta):
+    """Gradient, exact Hessian and IRLS (Gauss-Newton majoriser) Hessian of the weighted objective."""
+    pred, pE, pA, pB = _terms(theta, logN, logD)
+    r = pred - logL
+    J = _jacobian(pE, pA, pB, logN, logD)
+    psi = np.clip(r, -delta, delta) * W
+    inside = (np.abs(r) <= delta) * W
+    g = np.matmul(J.transpose(0, 2, 1), psi[..., None])[..., 0]
+    H_irls = _weighted_gram(J, np.minimum(1.0, delta / np.maximum(np.abs(r), 1e-300)) * W)
+    # Exact Hessian: quadratic-zone points, plus ψ times the curvature of the
+    # log-sum-exp, Tᵀ(diag p − p pᵀ)T, whose diagonal part is assembled here.
+    H = _weighted_gram(J, inside - psi)
+    sE, sA, sB = (np.sum(psi * p, axis=1) for p in (pE, pA, pB))
+    sAN, sBD = np.sum(psi * pA * logN, axis=1), np.sum(psi * pB * logD, axis=1)
+    H[:, 0, 0] += sE
+    H[:, 1, 1] += sA
+    H[:, 2, 2] += sB
+    H[:, 1, 3] -= sAN
+    H[:, 3, 1] -= sAN
+    H[:, 3, 3] += np.sum(psi * pA * logN**2, axis=1)
+    H[:, 2, 4] -= sBD
+    H[:, 4, 2] -= sBD
+    H[:, 4, 4] += np.sum(psi * pB * logD**2, axis=1)
+    return g, H, H_irls
+
+
+def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=None, upper=None,
+                  max_iter=100, tol=1e-8, gtol=1e-9):
+    """Minimise the summed (weighted) Huber objective from K starts at once.
+
+    Each iteration takes a Newton step where the exact Hessian is positive
+    definite, and otherwise a Gauss-Newton step on the IRLS majoriser of the
+    Huber loss (curvature min(1, δ/|r|) per point); both are Levenberg-damped,
+    followed by a backtracking line search on the true objective and
+    projection onto the box. Returns (θ (K, 5), objective (K,), converged (K,)):
+    converged means the projected gradient is below ``gtol`` (the summed
+    objective's scale) or the last step moved every coordinate less than
+    ``tol``.
+    """
+    theta = np.array(theta0, float, copy=True)
+    K = len(theta)
+    W = np.ones((1, len(logL))) if weights is None else np.asarray(weights, float)
+    lo = np.full(5, -np.inf) if lower is None else np.asarray(lower, float)
+    hi = np.full(5, np.inf) if upper is None else np.asarray(upper, float)
+    theta = np.clip(theta, lo, hi)
+    lam = np.full(K, 1e-8)
+    active = np.ones(K, bool)
+    converged = np.zeros(K, bool)
+
+    def obj(th, Wt):
+        return (_huber(_terms(th, logN, logD)[0] - logL, delta) * Wt).sum(1)
+
+    f = obj(theta, W)
+    eye = np.eye(5)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        th = theta[idx]
+        Wi = W if W.shape[0] == 1 else W[idx]
+        Wi_full = np.broadcast_to(Wi, (idx.size, W.shape[1]))
+        g, H_newton, H_irls = _newton_and_irls(th, Wi_full, logN, logD, logL, delta)
+        small = np.max(np.abs(_projected_grad(th, g, lo, hi)), axis=1) < gtol
+        eig = np.linalg.eigvalsh(H_newton)
+        newton_ok = eig[:, 0] > 1e-10 * np.abs(eig[:, -1])
+        H = np.where(newton_ok[:, None, None], H_newton, H_irls)
+        diagH = np.einsum("kpp->kp", H)
+        damp = lam[idx, None, None] * (diagH[:, :, None] * eye) + 1e-14 * eye
+        step = -np.linalg.solve(H + damp, g[..., None])[..., 0]
+        # Backtracking: halve until the true objective does not increase.
+        t = np.ones(idx.size)
+        f_old = f[idx]
+        accepted = np.zeros(idx.size, bool)
+        new_th, f_new = th.copy(), f_old.copy()
+        for _ in range(40):
+            todo = np.flatnonzero(~accepted & ~small)
+            if todo.size == 0:
+                break
+            cand = np.clip(th[todo] + t[todo, None] * step[todo], lo, hi)
+            fc = obj(cand, Wi if Wi.shape[0] == 1 else Wi[todo])
+            ok = fc <= f_old[todo]
+            new_th[todo[ok]], f_new[todo[ok]] = cand[ok], fc[ok]
+            accepted[todo[ok]] = True
+            t[todo[~ok]] *= 0.5
+        moved = np.max(np.abs(new_th - th), axis=1)
+        theta[idx], f[idx] = new_th, f_new
+        # Trust the quadratic model more after a full step, less after a cut one.
+        lam[idx] = np.where(t >= 1.0, np.maximum(lam[idx] * 0.1, 1e-12), np.minimum(lam[idx] * 10, 1e6))
+        done = small | (accepted & (moved < tol)) | ~accepted
+        converged[idx[done]] = small[done] | (accepted[done] & (moved[done] < tol))
+        active[idx[done]] = False
+    return theta, f, converged
+
+
+# --- data checks -----------------------------------------------------------
+
+
+def positive_logs(values, name: str) -> np.ndarray:
+    """log of a column that must be finite and positive, or a UserError naming the first bad row."""
+    x = np.asarray(values, dtype=float).ravel()
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise UserError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at row {bad[0]})")
+    bad = np.flatnonzero(x <= 0)
+    if bad.size:
+        raise UserError(f"column {name!r} must be positive; row {bad[0]} is {x[bad[0]]:g}")
+    return np.log(x)
+
+
+def check_identifiable(N, D, L, names=("N", "D", "loss")) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logs of N, D, L as float arrays, or a UserError saying why the law cannot be fitted."""
+    arrays = [positive_logs(x, name) for x, name in zip((N, D, L), names)]
+    logN, logD, logL = arrays
+    if len(logN) < MIN_ROWS:
+        raise UserError(f"need at least {MIN_ROWS} runs to fit E, A, B, alpha, beta; got {len(logN)}")
+    for x, name in ((logN, names[0]), (logD, names[1])):
+        if np.unique(np.round(x, 6)).size < 3:
+            raise UserError(f"column {name!r} takes fewer than 3 distinct values: its exponent cannot be identified")
+    # D ∝ N^k (e.g. every run at 20 tokens per parameter) confounds A/N^α with B/D^β.
+    X = np.column_stack([np.ones_like(logN), logN])
+    resid = logD - X @ np.linalg.lstsq(X, logD, rcond=None)[0]
+    if resid.std() < 1e-2:
+        raise UserError(f"log {names[1]} is a linear function of log {names[0]} (D ∝ N^k, e.g. a fixed "
+                        "tokens-per-parameter ratio): A/N^alpha and B/D^beta cannot be told apart; "
+                        "vary D at fixed N")
+    return logN, logD, logL
+
+
+# --- the fit ---------------------------------------------------------------
+
+
+def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width)."""
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    return np.minimum(theta - lo, hi - theta) < 1e-6 * (hi - lo)
+
+
+def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
+               n_boot: int = 0, seed: int = 0, level: float = 0.95, names=("N", "D", "loss"),
+               progress: bool = False) -> FitResult:
+    """Fit L(N, D) to runs (N, D, L). ``starts`` defaults to Hoffmann's grid.
+
+    Every start is scored at once; the ``n_refine`` best are optimised together
+    by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
+    distinct solutions are then solved to convergence and the lowest wins.
+    numpy only: scipy stays off this path so that the CLI starts fast.
+    """
+    opts = options or FitOptions()
+    logN, logD, logL = check_identifiable(N, D, L, names)
+    starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol)
+    score = objective(np.clip(starts, lo, hi), logN, logD, logL, opts.delta)
+    thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
+                                  max_iter=opts.grid_iters, **solve)
+    # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
+    order = np.argsort(fs)
+    _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
+    pick = order[np.sort(first)[: opts.n_polish]]
+    finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
+    thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
+    best = int(np.argmin(fs))
+    theta, f = thetas[best], float(fs[best])
+    g = _value_and_grad(theta, logN, logD, logL, opts.delta)[1]
+    grad_norm = float(np.max(np.abs(_projected_grad(theta, g, lo, hi))))
+    flags = _bound_flags(theta, opts)
+    at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
+    ok = converged[best] and grad_norm <= opts.status_gtol
+    status = "at_bound" if at_bound else ("converged" if ok else "max_iter")
+    result = FitResult(*_to_params(theta), objective=f, status=status, at_bound=at_bound,
+                       n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm, options=opts)
+    if n_boot:
+        result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
+                                                      progress=progress))
+    return result
+
+
+def _progress(iterable, desc: str, on: bool):
+    if not on:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc)
+
+
+def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, n) counts of each row in each resample (rows drawn with replacement)."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
+def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
+              chunk: int = 1000, progress: bool = False) -> Bootstrap:
+    """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
+
+    A replicate counts when ``batched_solve`` converged (projected gradient
+    < ``gtol``, or steps < ``batch_tol``) off the box; the rest are counted in
+    ``n_failed`` and left out of the SEs and intervals.
+    """
+    opts = result.options
+    logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
+    counts = resample_counts(len(logL), n_boot, seed)
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    thetas, oks = [], []
+    # Chunks keep the (K, n, 5) Jacobian small.
+    for start in _progress(range(0, n_boot, chunk), f"bootstrap ({chunk} resamples a step)", progress):
+        W = counts[start:start + chunk]
+        th0 = np.repeat(result.theta[None, :], len(W), axis=0)
+        th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
+                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol)
+        thetas.append(th)
+        oks.append(ok & ~_bound_flags(th, opts).any(axis=1))
+    theta, ok = np.concatenate(thetas), np.concatenate(oks)
+    return Bootstrap(samples=_to_params(theta[ok]), converged=ok, n_boot=n_boot, n_failed=int((~ok).sum()),
+                     level=level, seed=seed)
+
+
+def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                    c_col: str | None = None, drop_highest: int = 0):
+    """(N, D, L, names) from a DataFrame or a dict of columns; D = C/(6N) when ``c_col`` is given.
+
+    Every value is checked (a number, finite, positive) before the
+    ``drop_highest`` highest losses are removed, so row numbers in errors are the table's.
+    """
+    cols = [n_col, loss_col, c_col or d_col]
+    absent = [c for c in cols if c not in table]
+    if absent:
+        raise UserError(f"no column {absent[0]!r}; the table has {', '.join(map(str, table))}")
+    N, L, X = (_column(table, c) for c in cols)
+    for x, c in zip((N, L, X), cols):
+        positive_logs(x, c)
+    D, d_name = (X / (6.0 * N), f"{c_col}/(6*{n_col})") if c_col else (X, d_col)
+    keep = keep_below_highest(L, drop_highest)
+    return N[keep], D[keep], L[keep], (n_col, d_name, loss_col)
+
+
+def fit(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *, c_col: str | None = None,
+        options: FitOptions | None = None, drop_highest: int = 0, n_boot: int = 0, seed: int = 0,
+        level: float = 0.95, progress: bool = False) -> FitResult:
+    """Fit a table of runs (DataFrame or dict of columns). Give D (``d_col``) or compute (``c_col``).
+
+    ``drop_highest`` removes the K highest-loss rows first (Epoch drops 5 of 245).
+    """
+    N, D, L, names = runs_from_table(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=drop_highest)
+    return fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
+
+
+def keep_below_highest(L, k: int) -> np.ndarray:
+    """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
+    L = np.asarray(L, float)
+    if k < 0:
+        raise UserError(f"--drop-highest must be >= 0, not {k}")
+    if k >= len(L):
+        raise UserError(f"cannot drop the {k} highest losses of {len(L)} rows")
+    keep = np.ones(len(L), bool)
+    if k:
+        keep[np.argsort(L, kind="stable")[len(L) - k:]] = False
+    return keep
+
+
+def _column(table, col: str) -> np.ndarray:
+    try:
+        return np.asarray(table[col], dtype=float)
+    except (TypeError, ValueError):
+        for i, v in enumerate(table[col]):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise UserError(f"column {col!r} holds a non-number at row {i}: {v!r}") from None
+        raise
+
+
+def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str = "sum", delta: float = 1e-3,
+                    progress: bool = False):
+    """Hoffmann's procedure as written: scipy L-BFGS-B with its default tolerances from every start.
+
+    The baseline for ``bench/`` and the stage for the loss-scale trap: with
+    ``reduction="mean"`` the objective is n times smaller, so the default
+    ``ftol``/``gtol`` stop the search early. Returns (θ (K, 5), objective (K,))
+    in the sum scale, so the two reductions compare directly.
+    """
+    from scipy.optimize import minimize
+
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
+    logN, logD, logL = check_identifiable(N, D, L)
+    starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
+    thetas = np.array([minimize(_value_and_grad, th0, args=(logN, logD, logL, delta, reduction),
+                                jac=True, method="L-BFGS-B").x
+                       for th0 in _progress(starts, f"L-BFGS-B per start ({reduction})", progress)])
+    return thetas, objective(thetas, logN, logD, logL, delta)

@@ -1,0 +1,281 @@
+"""IsoFLOP analysis: each budget's compute-optimal size, and N*(C) as a power law.
+
+Input is a table of training runs, one row per (model size N, compute budget C,
+final loss). For every budget the loss is a U-shaped curve in log N; its
+minimum is that budget's optimum N*(C). Fitting log N* against log C gives the
+exponent a of N* ∝ C^a (Hoffmann et al. 2022's Approach 2; Porian et al. 2024).
+
+Two estimators of a budget's minimum:
+
+``method="parabola"``
+    A quadratic in log N fitted to log loss; the vertex is the optimum
+    (Hoffmann's Approach 2 fits parabolas).
+``method="spline"``
+    Porian et al.'s: an Akima spline through (log N, log loss), evaluated on a
+    grid ``grid_multiplier`` (25) times denser than the sampled sizes, and its
+    argmin.
+
+Either way, an optimum at (or beyond) the smallest or largest sampled size is
+an *edge* optimum: the true minimum may lie outside the sweep. Such budgets
+are reported with ``edge=True`` and dropped by :func:`fit_exponent`, which
+lists them in ``IsoflopFit.dropped``; they are never silently used.
+
+Uncertainty (``n_boot > 0``) follows Porian et al.: add Gaussian noise to every
+loss (standard deviation from ``noise``, a constant or a function of the loss,
+modelling seed-to-seed variation), re-estimate the optimum, repeat. The
+reported ``n_opt`` is then the median of the bootstrap optima, and
+``log_n_opt_sd`` (floored at a third of the sizes' spacing, inflated by the
+fraction of samples lost to the edge) weights the fit of N*(C).
+
+This module is shared by the Chinchilla notebook, the Kaplan-vs-Hoffmann
+notebook and the training sweeps; keep its names and columns stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.errors import UserError
+
+METHODS = ("parabola", "spline")
+
+# Porian et al.'s defaults (analysis.py in their repository): the grid is 25x
+# denser than the sampled sizes; a budget's log-sd of N* is at least a third of
+# the spacing between sampled sizes, so that a spline whose argmin never moves
+# under noise does not get an infinite weight.
+GRID_MULTIPLIER = 25
+MIN_SD_FACTOR = 0.33
+
+Noise = float | Callable[[np.ndarray], np.ndarray] | None
+
+
+def _check_columns(df: pd.DataFrame, cols: dict[str, str]) -> None:
+    for role, col in cols.items():
+        if col not in df.columns:
+            raise UserError(f"isoFLOP data has no {role} column {col!r} (columns: {', '.join(map(str, df.columns))})")
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = ~np.isfinite(values) | (values <= 0)
+        if bad.any():
+            raise UserError(f"isoFLOP data column {col!r} needs positive finite numbers; row {df.index[bad.argmax()]!r} "
+                            f"has {df[col].iloc[bad.argmax()]!r}")
+
+
+def _budgets(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str) -> list[tuple[float, pd.DataFrame]]:
+    """(budget, its runs sorted by N), keeping the lowest loss of runs that share an (N, C)."""
+    _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
+    data = df[[n_col, c_col, loss_col]].astype(float)
+    data = data.groupby([c_col, n_col], as_index=False)[loss_col].min()
+    return [(float(c), g.sort_values(n_col)) for c, g in data.groupby(c_col, sort=True)]
+
+
+def _noise_sd(noise: Noise, loss: np.ndarray) -> np.ndarray:
+    if callable(noise):
+        return np.broadcast_to(np.asarray(noise(loss), dtype=float), loss.shape)
+    return np.full(loss.shape, float(noise))
+
+
+def _grid(log_n: np.ndarray, grid_multiplier: int) -> np.ndarray:
+    """The evaluation grid in log N: ``(k - 1) * grid_multiplier`` points, ends included."""
+    return np.linspace(log_n[0], log_n[-1], max((len(log_n) - 1) * grid_multiplier, 3))
+
+
+def _minimise(log_n: np.ndarray, log_loss: np.ndarray, method: str, grid: np.ndarray):
+    """Optimal log N, optimal log loss and an edge flag, for each column of ``log_loss``.
+
+    ``log_loss`` is (k,) or (k, B); the return values are (B,) arrays (B=1 for 1-D).
+    """
+    y = log_loss.reshape(len(log_n), -1)
+    if method == "spline":
+        from scipy.interpolate import Akima1DInterpolator
+
+        curves = Akima1DInterpolator(log_n, y, axis=0)(grid)  # (G, B)
+        idx = np.argmin(curves, axis=0)
+        cols = np.arange(y.shape[1])
+        edge = (idx == 0) | (idx == len(grid) - 1)
+        return grid[idx], curves[idx, cols], edge
+    # Centre x so the quadratic's normal equations stay well conditioned.
+    x0 = log_n.mean()
+    c2, c1, c0 = np.polyfit(log_n - x0, y, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vertex = -c1 / (2 * c2)
+    # A parabola opening downwards has no minimum: treat it as an edge optimum.
+    edge = ~(c2 > 0) | (vertex <= log_n[0] - x0) | (vertex >= log_n[-1] - x0)
+    vertex = np.where(np.isfinite(vertex), vertex, 0.0)
+    return vertex + x0, c0 + c1 * vertex + c2 * vertex**2, edge
+
+
+def _pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str, n_col: str) -> float:
+    """Residual sd of per-budget quadratics in log N (the default bootstrap noise)."""
+    resid, dof = 0.0, 0
+    for _, g in groups:
+        if len(g) > 3:
+            x, y = np.log(g[n_col].to_numpy()), g[loss_col].to_numpy()
+            coef = np.polyfit(x - x.mean(), y, 2)
+            resid += float(np.sum((np.polyval(coef, x - x.mean()) - y) ** 2))
+            dof += len(g) - 3
+    if dof == 0:
+        raise UserError("isoFLOP bootstrap needs noise=... (no budget has more than 3 sizes to estimate it from)")
+    return float(np.sqrt(resid / dof))
+
+
+def budget_optima(
+    df: pd.DataFrame,
+    n_col: str = "n",
+    c_col: str = "flops",
+    loss_col: str = "loss",
+    method: str = "parabola",
+    n_boot: int = 0,
+    seed: int = 0,
+    noise: Noise = None,
+    *,
+    grid_multiplier: int = GRID_MULTIPLIER,
+    min_sd_factor: float = MIN_SD_FACTOR,
+    min_points: int = 3,
+    window: int | None = None,
+) -> pd.DataFrame:
+    """One row per budget: its optimal size, with bootstrap uncertainty when ``n_boot > 0``.
+
+    Columns: ``flops``, ``n_opt``, ``loss_opt``, ``n_points``, ``edge`` (optimum at
+    the edge of the sampled sizes), ``n_opt_point`` (the noiseless estimate) and
+    ``note`` (why a budget has no usable optimum, else ""). With a bootstrap also
+    ``n_opt_lo``/``n_opt_hi`` (2.5% and 97.5% quantiles), ``log_n_opt_sd`` and
+    ``n_boot_valid``; ``n_opt`` and ``loss_opt`` are then bootstrap medians
+    (Porian et al.'s ``bs_median_as_obs``), and a budget whose optimum falls on
+    the edge in more than half the samples is marked edge too.
+
+    ``noise`` is the sd of the Gaussian noise added to each loss: a number, a
+    function of the loss array, or None (the pooled residual sd of per-budget
+    parabolas). Several runs at one (N, C) keep the lowest loss, as Porian et
+    al. do. ``window=k`` fits each budget only on the k sampled sizes centred on
+    its lowest observed loss (a parabola is a good model of the curve only near
+    its minimum); edges are then judged against that window.
+    """
+    if method not in METHODS:
+        raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
+    groups = _budgets(df, n_col, c_col, loss_col)
+    if n_boot > 0 and noise is None:
+        noise = _pooled_parabola_sd(groups, loss_col, n_col)
+    rng = np.random.default_rng(seed)
+
+    rows = []
+    for c, g in groups:
+        if window is not None and len(g) > window:
+            lowest = int(np.argmin(g[loss_col].to_numpy()))
+            start = min(max(lowest - window // 2, 0), len(g) - window)
+            g = g.iloc[start:start + window]
+        log_n = np.log(g[n_col].to_numpy())
+        loss = g[loss_col].to_numpy()
+        row = dict(flops=c, n_opt=np.nan, loss_opt=np.nan, n_points=len(g), edge=False, n_opt_point=np.nan, note="")
+        if n_boot > 0:
+            row.update(n_opt_lo=np.nan, n_opt_hi=np.nan, log_n_opt_sd=np.nan, n_boot_valid=0)
+        rows.append(row)
+        if len(g) < min_points:
+            row["note"] = f"only {len(g)} sizes (needs {min_points})"
+            continue
+        grid = _grid(log_n, grid_multiplier)
+        x, y, edge = _minimise(log_n, np.log(loss), method, grid)
+        row.update(n_opt_point=float(np.exp(x[0])), n_opt=float(np.exp(x[0])), loss_opt=float(np.exp(y[0])),
+                   edge=bool(edge[0]))
+        if edge[0]:
+            row["note"] = "optimum at the edge of the sampled sizes"
+        if n_boot <= 0 or edge[0]:
+            continue
+        noisy = loss[:, None] + _noise_sd(noise, loss)[:, None] * rng.standard_normal((len(loss), n_boot))
+        noisy = np.maximum(noisy, np.finfo(float).tiny)  # a negative loss can only come from absurd noise
+        bx, by, bedge = _minimise(log_n, np.log(noisy), method, grid)
+        ok = ~bedge
+        row["n_boot_valid"] = int(ok.sum())
+        if ok.sum() < n_boot / 2:
+            row.update(edge=True, note=f"bootstrap optimum at the edge in {int(bedge.sum())}/{n_boot} samples")
+            continue
+        bx, by = bx[ok], by[ok]
+        # Floor: a third of the sampled sizes' spacing (Porian et al.), expressed
+        # through the grid step; inflate by the share of samples lost to the edge.
+        floor = min_sd_factor * grid_multiplier * (grid[1] - grid[0])
+        sd = max(float(np.std(bx)), floor) * n_boot / ok.sum()
+        lo, hi = np.quantile(bx, [0.025, 0.975])
+        row.update(n_opt=float(np.exp(np.median(bx))), loss_opt=float(np.exp(np.median(by))),
+                   n_opt_lo=float(np.exp(lo)), n_opt_hi=float(np.exp(hi)), log_n_opt_sd=sd)
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class IsoflopFit:
+    """N*(C) = coef · C^exponent, fitted in log space by weighted least squares."""
+
+    exponent: float
+    ci: tuple[float, float]          # 95% interval of the exponent (statsmodels WLS)
+    coef: float
+    n_budgets: int                   # budgets used in the fit
+    dropped: tuple[tuple[float, str], ...] = ()   # (budget, reason) for each budget left out
+    status: str = "ok"               # ok | too_few_budgets
+    weighted: bool = False
+    r2: float = float("nan")
+    flops: tuple[float, ...] = field(default=(), repr=False)
+
+    def predict(self, flops):
+        """N*(C) for compute ``flops`` (scalar or array)."""
+        return self.coef * np.asarray(flops, dtype=float) ** self.exponent
+
+
+def fit_exponent(optima: pd.DataFrame, weighted: bool = True, level: float = 0.95) -> IsoflopFit:
+    """Fit log n_opt = log coef + exponent · log flops over the usable budgets.
+
+    Weights are 1/var of log n_opt (``log_n_opt_sd``) when ``weighted`` and the
+    optima were bootstrapped, else equal. Edge budgets and budgets without an
+    optimum are dropped and listed with their reason in ``dropped``.
+    """
+    import statsmodels.api as sm
+
+    for col in ("flops", "n_opt", "edge"):
+        if col not in optima.columns:
+            raise UserError(f"isoFLOP optima lack column {col!r}: pass the table budget_optima returned")
+    dropped = []
+    keep = np.ones(len(optima), dtype=bool)
+    for i, r in enumerate(optima.itertuples(index=False)):
+        if bool(r.edge) or not np.isfinite(r.n_opt):
+            keep[i] = False
+            dropped.append((float(r.flops), getattr(r, "note", "") or ("edge optimum" if r.edge else "no optimum")))
+    used = optima[keep]
+    sd = used["log_n_opt_sd"].to_numpy(float) if "log_n_opt_sd" in used else np.full(len(used), np.nan)
+    use_weights = bool(weighted and len(used) and np.all(np.isfinite(sd)) and np.all(sd > 0))
+    if len(used) < 2:
+        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, len(used), tuple(dropped), "too_few_budgets",
+                          use_weights, flops=tuple(used["flops"]))
+    x = sm.add_constant(np.log(used["flops"].to_numpy(float)))
+    y = np.log(used["n_opt"].to_numpy(float))
+    res = sm.WLS(y, x, weights=1 / sd**2 if use_weights else 1.0).fit()
+    if len(used) > 2:
+        lo, hi = res.conf_int(alpha=1 - level)[1]
+    else:  # two points fit exactly: no residual variance, no interval
+        lo = hi = np.nan
+    return IsoflopFit(
+        exponent=float(res.params[1]), ci=(float(lo), float(hi)), coef=float(np.exp(res.params[0])),
+        n_budgets=len(used), dropped=tuple(dropped), status="ok", weighted=use_weights,
+        r2=float(res.rsquared), flops=tuple(used["flops"]),
+    )
+
+
+def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",
+                  method: str = "spline", *, grid_multiplier: int = GRID_MULTIPLIER) -> pd.DataFrame:
+    """Each budget's fitted loss curve on the estimator's grid (for plots): flops, n, loss."""
+    if method not in METHODS:
+        raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
+    parts = []
+    for c, g in _budgets(df, n_col, c_col, loss_col):
+        if len(g) < 3:
+            continue
+        log_n, log_loss = np.log(g[n_col].to_numpy()), np.log(g[loss_col].to_numpy())
+        grid = _grid(log_n, grid_multiplier)
+        if method == "spline":
+            from scipy.interpolate import Akima1DInterpolator
+
+            curve = Akima1DInterpolator(log_n, log_loss)(grid)
+        else:
+            curve = np.polyval(np.polyfit(log_n - log_n.mean(), log_loss, 2), grid - log_n.mean())
+        parts.append(pd.DataFrame({"flops": c, "n": np.exp(grid), "loss": np.exp(curve)}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["flops", "n", "loss"])

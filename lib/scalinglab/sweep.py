@@ -1,0 +1,581 @@
+"""IsoFLOP training sweeps of small GPTs, Kaplan-style and Hoffmann-style.
+
+A sweep is a grid of compute budgets x model shapes under one *preset*:
+
+``kaplan`` (Kaplan et al. 2020, as Porian et al. 2024 reconstruct it)
+    N counts non-embedding parameters and C = 6·N·D; one run per shape at a
+    constant learning rate after a long fixed warmup, with the same learning
+    rate, batch and beta2 for every size. A run is as long as the largest
+    budget needs, and its validation loss is logged at every budget it passes
+    (Kaplan's envelope), so each run gives one isoFLOP point per budget.
+``hoffmann`` (Hoffmann et al. 2022, with Porian et al.'s corrections)
+    N counts the head too (``flops.count_params(...).standard``) and C = 6·N·D;
+    one run per (budget, shape), warmup of about N tokens, cosine decay to the
+    budget, learning rate and batch scaled with N and beta2 = 0.99.
+
+*Profiles* size the grid: ``smoke`` (CI, seconds), ``cpu`` (the committed CPU
+run, ~40 minutes on one core), ``gpu-quick`` (< 8 minutes on one H100/H200)
+and ``gpu`` (hours).
+
+Results go to SQLite: ``runs`` (one row per planned run: shape, counts,
+config, status, device, library versions, git commit) and ``curves`` (its
+validation loss at each evaluation, with the budget it stands for). Planned
+rows are written first; a finished run's row and curve are written in one
+transaction by the launcher, never by the job, so a SIGKILL can lose at most
+the unfinished run's progress since its last checkpoint. Rerunning skips
+finished runs and resumes the others from their checkpoints,
+``<db>.runs/<run_id>.pt`` (each finished run's final weights stay there, for
+``scalinglab.model.load_checkpoint``). ``launcher="submitit"`` sends the runs to SLURM (or
+submitit's local executor) as independent jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scalinglab import __version__
+from scalinglab.errors import UserError
+from scalinglab.flops import count_params
+
+PRESETS = ("kaplan", "hoffmann")
+LAUNCHERS = ("local", "submitit")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big a sweep is: data, shapes, budgets (per preset, in that preset's FLOPs) and batch."""
+
+    name: str
+    tokenizer: str
+    seq_len: int
+    shapes: tuple[tuple[int, int], ...]                   # (width, depth), smallest first
+    budgets: dict[str, tuple[float, ...]]                  # preset -> budgets C under its counting
+    batch_size: int = 16                                   # sequences per step (kaplan: all sizes)
+    head_dim: int = 16
+    train_bytes: int | None = 2_000_000                    # training text tokenized into the cache (None: all)
+    val_bytes: int = 300_000
+    eval_tokens: int = 16_384
+    kaplan_lr: float = 3e-3
+    kaplan_warmup_tokens: int = 100_000
+    # Kaplan's runs have a fixed length: a shape trains to the largest budget it reaches within this many
+    # tokens, so the smallest models (tiny non-embedding N, cheap in Kaplan's count) miss the top budgets.
+    kaplan_max_tokens: int = 1 << 62
+    hoffmann_lr: float = 3e-3                              # at n_ref; scaled as (N / n_ref)^lr_power
+    n_ref: float = 1e5
+    lr_power: float = -0.25
+    max_lr: float = 3e-2
+    batch_power: float = 0.25                              # hoffmann batch ∝ N^batch_power, in powers of 2
+    # hoffmann: a budget trains only the shapes whose tokens per parameter D/N = C/(6N²) fall in this range
+    # (Chinchilla picked sizes around each budget's optimum the same way); the rest would be wasted compute.
+    tokens_per_param: tuple[float, float] = (0.0, math.inf)
+    device: str = "cpu"
+    threads: int = 1                                       # torch threads per run on CPU
+    workers: int = 1                                       # runs at once (local launcher): keeps a GPU busy
+    compile: bool | None = None                            # torch.compile (None: on CUDA)
+    seed: int = 0
+    shapes_by_preset: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
+        return self.shapes_by_preset.get(preset, self.shapes)
+
+
+PROFILES: dict[str, Profile] = {
+    # CI: tiny widths and a 512-id BPE trained on 300 kB; both presets in ~20 s on 2 cores.
+    "smoke": Profile(
+        name="smoke", tokenizer="bpe512-t300000", seq_len=32, head_dim=8, batch_size=8,
+        shapes=((8, 1), (16, 1), (24, 1), (32, 1), (48, 1)),
+        budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9)),
+        train_bytes=600_000, val_bytes=100_000, eval_tokens=2_048, kaplan_warmup_tokens=8_192, n_ref=2e4,
+        kaplan_max_tokens=40_000,
+    ),
+    # The committed CPU sweep (data/sweeps/): ~40 min on one core.
+    "cpu": Profile(
+        name="cpu", tokenizer="bpe1024-t2000000", seq_len=128, batch_size=16,
+        shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (32, 2), (48, 2), (64, 2)),
+        shapes_by_preset=dict(kaplan=((12, 1), (16, 1), (24, 1), (32, 2), (48, 2), (64, 3), (96, 3), (128, 4))),
+        budgets=dict(kaplan=(2.5e10, 5e10, 1e11, 2e11, 4e11, 8e11),
+                     hoffmann=(6.25e10, 1.25e11, 2.5e11, 5e11, 1e12)), tokens_per_param=(2, 1000),
+        train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536, kaplan_warmup_tokens=150_000,
+        kaplan_max_tokens=20_000_000,
+        # From a learning-rate probe at C = 2.5e11 (3e-3, 1e-2, 3e-2 at N = 32k, 106k, 434k): the best
+        # rate falls from >= 1e-2 at 32k to ~3e-3 at 106k and above, hence the steep N^-0.75.
+        hoffmann_lr=3.5e-3, lr_power=-0.75,
+    ),
+    # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
+    # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
+    # (compiling each shape would take longer than training it), and 4 runs at once on the one GPU.
+    "gpu-quick": Profile(
+        name="gpu-quick", tokenizer="bpe8192-t20000000", seq_len=256, batch_size=128, head_dim=32, device="cuda",
+        shapes=((32, 2), (48, 2), (64, 2), (96, 2), (128, 3), (192, 3), (256, 4)),
+        budgets=dict(kaplan=(1e13, 2e13, 4e13, 8e13, 1.6e14, 3.2e14), hoffmann=(1e14, 2e14, 4e14, 8e14)),
+        train_bytes=120_000_000, val_bytes=4_000_000, eval_tokens=262_144, kaplan_lr=2e-3,
+        kaplan_warmup_tokens=10_000_000, kaplan_max_tokens=400_000_000, hoffmann_lr=2e-3, n_ref=2e6,
+        tokens_per_param=(2, 1000), threads=4, workers=4, compile=False,
+    ),
+    # Hours on one GPU, GPT-2's tokenizer. Budgets are capped by the data: the staged corpus holds ~50M
+    # tokens, so the top budget's smallest models see it several times; rebuild the full 231M-token corpus
+    # (`python -m scalinglab.corpus build ... --train-bytes 900000000`) before going further.
+    "gpu": Profile(
+        name="gpu", tokenizer="gpt2", seq_len=512, batch_size=64, head_dim=64, device="cuda",
+        shapes=((48, 2), (64, 2), (96, 2), (128, 2), (192, 3), (256, 4), (384, 6), (512, 8)),
+        budgets=dict(kaplan=tuple(1e14 * 2**k for k in range(6)), hoffmann=tuple(1e15 * 2**k for k in range(5))),
+        train_bytes=None, val_bytes=8_000_000, eval_tokens=1_048_576, kaplan_lr=1e-3,
+        kaplan_warmup_tokens=50_000_000, kaplan_max_tokens=1_000_000_000, hoffmann_lr=1e-3, n_ref=2e7,
+        tokens_per_param=(2, 200), threads=4, workers=2,
+    ),
+}
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise UserError(f"unknown sweep profile {name!r}: use one of {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def cost(preset: str, profile: Profile | str, vocab_size: int) -> dict:
+    """What a sweep asks of the hardware: runs, training tokens, optimizer steps and FLOPs
+    (forward+backward with attention, ``flops.flops_per_token(...).with_attention``, plus evaluations)."""
+    from scalinglab.flops import flops_per_token
+
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    out = dict(runs=0, tokens=0, steps=0, flops=0.0)
+    for r in plan(preset, prof, vocab_size):
+        t = r.train
+        fpt = flops_per_token(r.width, r.depth, vocab_size, seq_len=prof.seq_len).with_attention
+        evals = len(t["eval_at_tokens"]) + 1
+        out["runs"] += 1
+        out["tokens"] += t["total_tokens"]
+        out["steps"] += math.ceil(t["total_tokens"] / (t["batch_size"] * prof.seq_len))
+        out["flops"] += fpt * t["total_tokens"] + fpt / 3 * evals * prof.eval_tokens  # eval: forward only
+    return out
+
+
+def _check_preset(preset: str) -> None:
+    if preset not in PRESETS:
+        raise UserError(f"unknown sweep preset {preset!r}: use one of {', '.join(PRESETS)}")
+
+
+# --- the grid ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of a sweep: everything a job needs, JSON-serialisable."""
+
+    run_id: str
+    preset: str
+    profile: str
+    width: int
+    depth: int
+    budget: float                  # the largest budget this run is evaluated at (C, preset's counting)
+    budgets: tuple[float, ...]     # every budget it passes, each logged
+    n_non_embedding: int
+    n_standard: int
+    n_total: int
+    model: dict
+    train: dict
+
+
+# A cosine run needs enough steps for its budget to be met to within 1/(2*MIN_STEPS) (whole steps).
+MIN_STEPS = 25
+
+
+def _pow2(x: float, lo: int, hi: int) -> int:
+    return int(min(max(2 ** round(math.log2(x)), lo), hi))
+
+
+def _hoffmann_batch(prof: Profile, n: int, tokens: float) -> int:
+    """Batch grows with N (in powers of 2), but shrinks until the run has MIN_STEPS steps."""
+    batch = _pow2(prof.batch_size * (n / prof.n_ref) ** prof.batch_power, 4, 4 * prof.batch_size)
+    while batch > 1 and tokens / (batch * prof.seq_len) < MIN_STEPS:
+        batch //= 2
+    return batch
+
+
+def plan(preset: str, profile: Profile | str, vocab_size: int) -> list[RunSpec]:
+    """Every run of the sweep, smallest budget and shape first."""
+    from scalinglab.train import step_at
+
+    _check_preset(preset)
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    budgets = tuple(sorted(prof.budgets[preset]))
+    runs = []
+    for width, depth in prof.shapes_for(preset):
+        counts = count_params(width, depth, vocab_size, seq_len=prof.seq_len)
+        model = dict(vocab_size=vocab_size, seq_len=prof.seq_len, width=width, depth=depth,
+                     head_dim=min(prof.head_dim, width))
+        common = dict(preset=preset, profile=prof.name, width=width, depth=depth,
+                      n_non_embedding=counts.non_embedding, n_standard=counts.standard, n_total=counts.total,
+                      model=model)
+        base = dict(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
+                    compile=prof.compile)
+        if preset == "kaplan":
+            n = counts.non_embedding
+            reach = [c for c in budgets if math.ceil(c / (6 * n)) <= prof.kaplan_max_tokens] or budgets[:1]
+            tokens = [math.ceil(c / (6 * n)) for c in reach]
+            train = dict(base, lr=prof.kaplan_lr, schedule="constant", warmup_tokens=prof.kaplan_warmup_tokens,
+                         total_tokens=tokens[-1], batch_size=prof.batch_size, beta2=0.95, eval_at_tokens=tokens)
+            runs.append(RunSpec(run_id=f"kaplan-w{width}-d{depth}", budget=reach[-1], budgets=tuple(reach),
+                                train=train, **common))
+            continue
+        n = counts.standard
+        lr = min(prof.hoffmann_lr * (n / prof.n_ref) ** prof.lr_power, prof.max_lr)
+        lo, hi = prof.tokens_per_param
+        for c in budgets:
+            if not lo <= c / (6 * n * n) <= hi:
+                continue
+            batch = _hoffmann_batch(prof, n, c / (6 * n))
+            tokens = step_at(math.ceil(c / (6 * n)), batch * prof.seq_len) * batch * prof.seq_len
+            train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
+                         batch_size=batch, beta2=0.99, eval_at_tokens=[tokens])
+            runs.append(RunSpec(run_id=f"hoffmann-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
+                                train=train, **common))
+    return sorted(runs, key=lambda r: (r.budget, r.n_standard))
+
+
+# --- the database --------------------------------------------------------------------------
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweep (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, preset TEXT NOT NULL, profile TEXT NOT NULL,
+    width INTEGER NOT NULL, depth INTEGER NOT NULL, budget REAL NOT NULL,
+    n_non_embedding INTEGER NOT NULL, n_standard INTEGER NOT NULL, n_total INTEGER NOT NULL,
+    spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'planned',
+    final_loss REAL, tokens INTEGER, steps INTEGER, seconds REAL, tokens_per_s REAL,
+    device TEXT, versions TEXT, git_commit TEXT, checkpoint TEXT, finished_at TEXT
+);
+CREATE TABLE IF NOT EXISTS curves (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, tokens INTEGER NOT NULL,
+    budget REAL, flops REAL NOT NULL, loss REAL NOT NULL, train_loss REAL, lr REAL, seconds REAL,
+    PRIMARY KEY (run_id, step)
+);
+"""
+
+
+def connect(db_path: Path | str) -> sqlite3.Connection:
+    con = sqlite3.connect(db_path, timeout=60)
+    con.executescript(SCHEMA)
+    return con
+
+
+def _meta(con: sqlite3.Connection) -> dict:
+    return {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM sweep")}
+
+
+def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: list[RunSpec], vocab: int) -> None:
+    """Write the sweep's identity and its planned runs; refuses a database made for another sweep."""
+    meta = _meta(con)
+    if meta and (meta.get("preset"), meta.get("profile")) != (preset, prof.name):
+        raise UserError(f"database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
+                        f"not {preset}/{prof.name}: use another --db")
+    with con:
+        for key, value in dict(preset=preset, profile=prof.name, tokenizer=prof.tokenizer, vocab_size=vocab,
+                               profile_config=asdict(prof)).items():
+            con.execute("INSERT OR IGNORE INTO sweep VALUES (?, ?)", (key, json.dumps(value)))
+        con.executemany(
+            "INSERT OR IGNORE INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
+            "n_standard, n_total, spec) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(r.run_id, r.preset, r.profile, r.width, r.depth, r.budget, r.n_non_embedding, r.n_standard,
+              r.n_total, json.dumps(asdict(r))) for r in runs])
+
+
+def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
+    """The launcher's one write per finished run: its row and its curve in one transaction."""
+    from scalinglab.train import step_at
+
+    n = spec.n_non_embedding if spec.preset == "kaplan" else spec.n_standard
+    budget_at = {step_at(math.ceil(c / (6 * n)), result["tokens_per_step"]): c for c in spec.budgets}
+    with con:
+        con.execute("DELETE FROM curves WHERE run_id = ?", (spec.run_id,))
+        con.executemany(
+            "INSERT INTO curves VALUES (?,?,?,?,?,?,?,?,?)",
+            [(spec.run_id, r["step"], r["tokens"], budget_at.get(r["step"]), 6.0 * n * r["tokens"], r["loss"],
+              r.get("train_loss"), r.get("lr"), r.get("seconds")) for r in result["curve"]])
+        con.execute(
+            "UPDATE runs SET status='finished', final_loss=?, tokens=?, steps=?, seconds=?, tokens_per_s=?, "
+            "device=?, versions=?, git_commit=?, checkpoint=?, finished_at=? WHERE run_id=?",
+            (result["final_loss"], result["tokens"], result["steps"], result["seconds"], result["tokens_per_s"],
+             result["device"], json.dumps(result["versions"]), result["git_commit"], result["checkpoint"],
+             datetime.now(timezone.utc).isoformat(timespec="seconds"), spec.run_id))
+
+
+def pending(con: sqlite3.Connection) -> list[RunSpec]:
+    rows = con.execute("SELECT spec FROM runs WHERE status != 'finished' ORDER BY budget, n_standard").fetchall()
+    return [_spec(json.loads(s)) for (s,) in rows]
+
+
+def _spec(d: dict) -> RunSpec:
+    return RunSpec(**{**d, "budgets": tuple(d["budgets"])})
+
+
+# --- one job -------------------------------------------------------------------------------
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = dict(python=platform.python_version(), scalinglab=__version__)
+    for pkg in ("torch", "numpy", "tokenizers", "tiktoken"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def git_commit() -> str:
+    """HEAD of the checkout the library runs from, with '+dirty' when files differ (or 'unknown')."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head + ("+dirty" if dirty else "")) if head else "unknown"
+
+
+def device_name(device: str) -> str:
+    import torch
+
+    if device == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(0)}"
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            name = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"cpu:{name} ({torch.get_num_threads()} threads)"
+
+
+def load_tokens(prof: Profile):
+    """(tokenizer, train tokens, val tokens) from the cache, tokenizing on first use."""
+    from scalinglab.tokenizer import get_tokenizer, token_cache
+
+    tok = get_tokenizer(prof.tokenizer)
+    return (tok, token_cache(tok, "train", max_bytes=prof.train_bytes),
+            token_cache(tok, "val", max_bytes=prof.val_bytes))
+
+
+def run_job(spec_dict: dict, checkpoint: str) -> dict:
+    """Train one run, resuming from (and finally saving to) ``checkpoint``; returns its result.
+    Writes no database."""
+    import torch
+
+    from scalinglab.model import GPTConfig
+    from scalinglab.train import TrainConfig, resolve_device, train
+
+    spec = _spec(spec_dict)
+    prof = get_profile(spec.profile)
+    device = resolve_device(prof.device)
+    if device == "cpu":
+        torch.set_num_threads(prof.threads)
+    _, train_tokens, val_tokens = load_tokens(prof)
+    model_cfg = GPTConfig(**spec.model)
+    train_cfg = TrainConfig(**spec.train)
+    ckpt = Path(checkpoint)
+    meta = dict(run_id=spec.run_id, preset=spec.preset, profile=spec.profile, tokenizer=prof.tokenizer,
+                n_non_embedding=spec.n_non_embedding, n_standard=spec.n_standard)
+    res = train(model_cfg, train_cfg, train_tokens, val_tokens, checkpoint=ckpt, meta=meta)
+    return dict(curve=res.curve, final_loss=res.final_loss, tokens=res.tokens, steps=res.steps,
+                seconds=res.seconds, tokens_per_s=res.tokens_per_s, device=device_name(res.device),
+                tokens_per_step=train_cfg.batch_size * model_cfg.seq_len, versions=versions(),
+                git_commit=git_commit(), checkpoint=str(ckpt))
+
+
+# --- launchers -----------------------------------------------------------------------------
+
+def checkpoint_path(db_path: Path, run_id: str) -> Path:
+    """Where a run's checkpoint lives: ``<db>.runs/<run_id>.pt`` (the file name says which run it is)."""
+    return db_path.with_name(db_path.name + ".runs") / f"{run_id}.pt"
+
+
+def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str = "local",
+              max_runs: int | None = None, progress: bool = True, executor: str | None = None,
+              workers: int | None = None, on_finish: Callable[[RunSpec, dict], None] | None = None) -> dict:
+    """Run (or resume) a sweep into ``db_path``; returns the counts of planned and finished runs.
+
+    ``workers`` runs that many at once on this machine (default: the profile's); ``executor``
+    picks submitit's cluster ("local", "debug", "slurm"; default: auto)."""
+    from tqdm.auto import tqdm
+
+    _check_preset(preset)
+    if launcher not in LAUNCHERS:
+        raise UserError(f"unknown launcher {launcher!r}: use one of {', '.join(LAUNCHERS)}")
+    prof = get_profile(profile)
+    db_path = Path(db_path)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    tok, _, _ = load_tokens(prof)  # tokenize once here, not in every job
+    con = connect(db_path)
+    register_plan(con, preset, prof, plan(preset, prof, tok.vocab_size), tok.vocab_size)
+    todo = pending(con)[:max_runs]
+    bar = tqdm(total=len(todo), desc=f"{preset}/{profile}", unit="run", disable=not progress)
+
+    def finish(spec: RunSpec, result: dict) -> None:
+        record_result(con, spec, result)
+        bar.update(1)
+        bar.set_postfix_str(f"{spec.run_id} loss {result['final_loss']:.3f}")
+        if on_finish:
+            on_finish(spec, result)
+
+    workers = workers or prof.workers
+    if launcher == "local" and workers <= 1:
+        for spec in todo:
+            finish(spec, run_job(asdict(spec), str(checkpoint_path(db_path, spec.run_id))))
+    elif launcher == "local":
+        _pool(todo, db_path, workers, finish)
+    else:
+        _submitit(todo, db_path, prof, finish, executor)
+    bar.close()
+    out = summary_counts(con)
+    con.close()
+    return out
+
+
+def _pool(todo: list[RunSpec], db_path: Path, workers: int, finish) -> None:
+    """Several runs at once in worker processes (tiny models leave a GPU mostly idle); results come back here."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_job, asdict(s), str(checkpoint_path(db_path, s.run_id))): s for s in todo}
+        for fut in as_completed(futures):
+            finish(futures[fut], fut.result())
+
+
+def _submitit(todo: list[RunSpec], db_path: Path, prof: Profile, finish, cluster: str | None) -> None:
+    """Submit every pending run as its own job; record each as it completes (the jobs never touch the DB)."""
+    import submitit
+
+    folder = db_path.with_name(db_path.name + ".submitit")
+    ex = submitit.AutoExecutor(folder=str(folder), cluster=cluster)
+    ex.update_parameters(timeout_min=24 * 60, cpus_per_task=prof.threads, nodes=1, tasks_per_node=1,
+                         gpus_per_node=1 if prof.device == "cuda" else 0)
+    jobs = {}
+    for spec in todo:
+        job = ex.submit(run_job, asdict(spec), str(checkpoint_path(db_path, spec.run_id)))
+        jobs[job.job_id] = (job, spec)
+    while jobs:
+        for job_id in [j for j, (job, _) in jobs.items() if job.done()]:
+            job, spec = jobs.pop(job_id)
+            finish(spec, job.result())  # a failed job raises here, with its stderr in the message
+        if jobs:
+            time.sleep(0.5)
+
+
+def summary_counts(con: sqlite3.Connection) -> dict:
+    planned, finished = con.execute(
+        "SELECT COUNT(*), COALESCE(SUM(status = 'finished'), 0) FROM runs").fetchone()
+    return dict(planned=planned, finished=finished)
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+def isoflop_points(db_path: Path | str):
+    """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
+    n_non_embedding, n_standard, flops (the budget C), tokens, loss (validation)."""
+    import pandas as pd
+
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    if db_path.suffix == ".csv":  # an export of this very table
+        return pd.read_csv(db_path)
+    with sqlite3.connect(db_path) as con:
+        df = pd.read_sql_query(
+            "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
+            "c.budget AS flops, c.tokens, c.loss FROM curves c JOIN runs r USING (run_id) "
+            "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
+    df.insert(4, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]))
+    return df
+
+
+def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200) -> dict:
+    """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}."""
+    from scalinglab.isoflop import budget_optima, fit_exponent
+
+    points = isoflop_points(db_path)
+    sizes = points.groupby("flops")["n"].nunique()
+    usable = sizes[sizes >= 4]
+    if len(usable) < 3:
+        return dict(a=None, ci=None, reason=f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)")
+    optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
+                           n_boot=n_boot)
+    fit = fit_exponent(optima)
+    if fit.status != "ok" or not math.isfinite(fit.exponent):
+        return dict(a=None, ci=None, reason=f"{fit.status}: {fit.n_budgets} budget(s) with an interior optimum",
+                    dropped=[list(d) for d in fit.dropped])
+    ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
+    return dict(a=round(fit.exponent, 4), ci=ci, n_budgets=fit.n_budgets, method=method,
+                dropped=[list(d) for d in fit.dropped])
+
+
+def report(db_path: Path | str) -> dict:
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    con = sqlite3.connect(db_path)
+    try:
+        meta = _meta(con)
+        counts = summary_counts(con)
+        runs = con.execute("SELECT spec, tokens, seconds, device, finished_at FROM runs "
+                           "WHERE status='finished' ORDER BY finished_at").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    finally:
+        con.close()
+    return dict(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
+                **_throughput(runs), exponent=exponent(db_path))
+
+
+def _throughput(runs: list[tuple]) -> dict:
+    """Training seconds, FLOPs (with attention) and, on a GPU of known peak, the sweep's overall utilisation
+    (FLOPs over the wall-clock span of the runs, however many ran at once)."""
+    from scalinglab.flops import flops_per_token
+    from scalinglab.train import gpu_peak
+
+    if not runs:
+        return dict(train_seconds=0.0, train_flops=0.0)
+    flops = 0.0
+    for spec, tokens, _, _, _ in runs:
+        m = json.loads(spec)["model"]
+        flops += tokens * flops_per_token(m["width"], m["depth"], m["vocab_size"], seq_len=m["seq_len"]).with_attention
+    seconds = sum(r[2] for r in runs)
+    out = dict(train_seconds=round(seconds, 1), train_flops=flops, flops_per_s=flops / max(seconds, 1e-9))
+    devices = {r[3] for r in runs}
+    peak = gpu_peak(next(iter(devices))) if len(devices) == 1 and next(iter(devices)).startswith("cuda") else None
+    if peak:
+        first, last = (datetime.fromisoformat(runs[i][4]) for i in (0, -1))
+        wall = (last - first).total_seconds() + runs[0][2]
+        out.update(wall_seconds=round(wall, 1), utilisation=flops / (wall * peak))
+    return out
+
+
+# --- notebook entry point ------------------------------------------------------------------
+
+def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | None]:
+    """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps into
+    ``results_dir/sweeps/<preset>.db``; "full" returns the committed files under data/sweeps/."""
+    if profile == "smoke":
+        out = {}
+        for preset in PRESETS:
+            db = Path(results_dir) / "sweeps" / f"{preset}.db"
+            run_sweep(preset, "smoke", db, progress=False)
+            out[preset] = db
+        return out
+    if profile != "full":
+        raise UserError(f"workbook profile must be smoke or full, not {profile!r}")
+    from scalinglab.workbook import project_root
+
+    folder = project_root(Path(__file__).resolve().parent) / "data" / "sweeps"
+    return {p: next((f for f in (folder / f"{p}.db", folder / f"{p}.csv") if f.is_file()), None) for p in PRESETS}

@@ -1,0 +1,123 @@
+"""`scalinglab fit` from the shell: output, column roles, bad input exits 2 with one line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scalinglab.cli import main
+from scalinglab.fit import ScalingLaw
+
+TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
+
+
+@pytest.fixture
+def runs_csv(tmp_path):
+    """40 noiseless runs with N and D varied independently, plus a compute column."""
+    rng = np.random.default_rng(0)
+    N = 10 ** rng.uniform(7, 10, 40)
+    D = 10 ** rng.uniform(9, 11.5, 40)
+    L = TRUE.loss(N, D)
+    path = tmp_path / "runs.csv"
+    lines = ["params,tokens,flops,final_loss"]
+    lines += [f"{n:.17g},{d:.17g},{6 * n * d:.17g},{loss:.17g}" for n, d, loss in zip(N, D, L)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_json(capsys, *argv):
+    assert main(["fit", *map(str, argv), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_recovers_the_law_from_d_or_from_compute(runs_csv, capsys):
+    by_d = run_json(capsys, runs_csv, "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss")
+    by_c = run_json(capsys, runs_csv, "--n-col", "params", "--c-col", "flops", "--loss-col", "final_loss")
+    for out in (by_d, by_c):
+        assert out["status"] == "converged" and out["n_rows"] == 40
+        # Noiseless data: the optimum is the truth, up to the solver's 1e-9 gradient tolerance.
+        for k in ("E", "A", "B", "alpha", "beta"):
+            assert out[k] == pytest.approx(getattr(TRUE, k), rel=1e-4)
+        assert out["a"] == pytest.approx(TRUE.a, rel=1e-4)
+
+
+def test_bootstrap_and_drop_highest_appear_in_json(runs_csv, capsys):
+    out = run_json(capsys, runs_csv, "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                   "--drop-highest", "3", "--bootstrap", "50", "--seed", "1")
+    assert out["n_rows"] == 37 and out["n_dropped"] == 3
+    bs = out["bootstrap"]
+    assert bs["n_boot"] == 50 and bs["seed"] == 1
+    lo, hi = bs["ci"]["alpha"]
+    assert lo <= out["alpha"] <= hi and set(bs["se"]) >= {"E", "A", "B", "alpha", "beta", "a", "b"}
+
+
+def test_human_output_is_a_table(runs_csv, capsys):
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "status: converged" in out and "95% interval" in out
+    assert [line.split()[0] for line in out.splitlines()[4:11]] == ["E", "A", "B", "alpha", "beta", "a", "b"]
+
+
+def test_dataset_roles_supply_the_columns(mirror, capsys):
+    out = run_json(capsys, "--dataset", "epoch-chinchilla", "--drop-highest", "5")
+    # The registry's roles say N is 'Model Size' and C 'Training FLOP', so D = C/(6N): Epoch's fit.
+    assert out["n_rows"] == 240 and out["beta"] == pytest.approx(0.3672, abs=0.002)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--n-col", "nope", "--d-col", "tokens", "--loss-col", "final_loss"], "no column 'nope'"),
+    (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--drop-highest", "35"],
+     "at least 10 runs"),
+    (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--drop-highest", "-1"],
+     "must be >= 0"),
+    (["--n-col", "params", "--d-col", "tokens"], "no column 'loss'"),
+])
+def test_bad_arguments_exit_2_with_one_line(runs_csv, capsys, argv, message):
+    assert main(["fit", str(runs_csv), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda rows: rows[:3] + [rows[3].replace(rows[3].split(",")[3], "")] + rows[4:], "missing"),
+    (lambda rows: rows[:5] + [rows[5].replace(rows[5].split(",")[0], "-1")] + rows[6:], "must be positive"),
+    (lambda rows: rows[:2] + [rows[2].replace(rows[2].split(",")[3], "n/a")] + rows[3:], "non-number"),
+    (lambda rows: [rows[0]] + [",".join([n, f"{20 * float(n):.17g}", c, loss]) for n, _, c, loss in
+                               (r.split(",") for r in rows[1:])], "D ∝ N"),  # 20 tokens per parameter
+    (lambda rows: [], "is empty"),
+])
+def test_bad_data_exits_2_naming_the_problem(runs_csv, capsys, edit, message):
+    rows = runs_csv.read_text().splitlines()
+    runs_csv.write_text("\n".join(edit(rows)) + "\n")
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_unreadable_file_and_unknown_dataset_exit_2(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "missing.csv")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path)]) == 2  # a directory
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["fit", "--dataset", "epoch-chinchila"]) == 2
+    assert "did you mean epoch-chinchilla" in capsys.readouterr().err
+
+
+def test_subprocess_exit_code_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("N,D,loss\n1,2,3\n")
+    proc = subprocess.run([sys.executable, "-m", "scalinglab", "fit", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("scalinglab fit: error:") and "Traceback" not in proc.stderr
+
+
+def test_fit_start_imports_no_heavy_modules(runs_csv):
+    code = ("import sys; from scalinglab.cli import main; "
+            f"main(['fit', {str(runs_csv)!r}, '--n-col', 'params', '--d-col', 'tokens', '--loss-col', 'final_loss']); "
+            "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'statsmodels', 'matplotlib', 'seaborn') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

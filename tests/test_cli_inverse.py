@@ -1,0 +1,96 @@
+"""`scalinglab trend` and `scalinglab inverse-eval` from the command line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalinglab.cli import main
+
+
+@pytest.fixture
+def trend_csv(tmp_path):
+    x = np.logspace(8, 11, 6)
+    z = np.log10(x) - 9.5
+    df = pd.DataFrame(dict(task=["down"] * 6 + ["level"] * 6, compute=np.r_[x, x],
+                           acc=np.r_[0.6 - 0.08 * z, np.full(6, 0.5)], n=1000))
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_trend_json_has_one_object_per_group(trend_csv, capsys):
+    rc = main(["trend", str(trend_csv), "--x-col", "compute", "--y-col", "acc", "--n-col", "n",
+               "--group-col", "task", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert {o["group"]: o["trend"] for o in out} == {"down": "inverse", "level": "flat"}
+    assert all(0 <= o["p_trend"] <= 1 for o in out)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--x-col", "compute", "--y-col", "accuracy", "--n-col", "n"], "no column 'accuracy'"),
+    (["--x-col", "compute", "--y-col", "task", "--n-col", "n"], "column 'task' is not numeric"),
+    (["--x-col", "compute", "--y-col", "acc", "--n-col", "n", "--alpha", "2"], "--alpha"),
+])
+def test_trend_bad_input_exits_2_with_one_line(trend_csv, capsys, argv, message):
+    assert main(["trend", str(trend_csv), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_trend_missing_file(tmp_path, capsys):
+    assert main(["trend", str(tmp_path / "nope.csv"), "--x-col", "a", "--y-col", "b", "--n-col", "c"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_modules_do_not_import_torch():
+    code = ("import sys, scalinglab.cli.trend, scalinglab.cli.inverse_eval; "
+            "assert 'torch' not in sys.modules and 'pandas' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    import torch
+
+    from scalinglab.model import GPT, GPTConfig, save_checkpoint
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=50257, seq_len=256, width=32, depth=1, head_dim=16))
+    return save_checkpoint(tmp_path / "tiny.pt", model, {"tokenizer": "gpt2"})
+
+
+def test_inverse_eval_scores_a_checkpoint(mirror, tiny_checkpoint, capsys):
+    rc = main(["inverse-eval", "--task", "neqa", "--model", str(tiny_checkpoint), "--limit", "6", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["task"] == "neqa" and out["n"] == 6
+    assert 0 <= out["accuracy"] <= 1 and out["loss"] > 0 and out["accuracy"] * 6 == round(out["accuracy"] * 6)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "neqq", "--model", "x.pt"], "unknown inverse-scaling task 'neqq'"),
+    (["--task", "neqa", "--model", "missing.pt"], "missing.pt: no such checkpoint"),
+    (["--task", "neqa", "--model", "gpt2"], "unknown model 'gpt2'"),
+    (["--task", "neqa", "--model", "x.pt", "--limit", "0"], "--limit must be at least 1"),
+])
+def test_inverse_eval_bad_input_exits_2(mirror, capsys, argv, message):
+    assert main(["inverse-eval", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
+    from scalinglab.lm_adapters import ladder_checkpoints, load_checkpoint_lm
+
+    runs = tmp_path / "kaplan.db.runs"
+    runs.mkdir()
+    for name in ("b.pt", "a.pt"):
+        (runs / name).write_bytes(tiny_checkpoint.read_bytes())
+    assert [p.name for p in ladder_checkpoints(runs)] == ["a.pt", "b.pt"]
+    assert ladder_checkpoints(tmp_path / "none") == []
+    lm = load_checkpoint_lm(runs / "a.pt")
+    # one block of width 32: 12*32^2 weights + 288 biases + 3 LayerNorms of 64 = 12,768 non-embedding parameters
+    assert lm.name == "a" and lm.supports_cache and lm.params == 12 * 32**2 + 288 + 3 * 64

@@ -1,0 +1,86 @@
+"""Parameter and FLOP accounting: hand-computed cases for both MLP kinds, and the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scalinglab.errors import UserError
+from scalinglab.flops import count_params, flops_per_token, mlp_hidden
+
+
+def test_gelu_counts_by_hand():
+    # width 64, depth 2, vocab 100, seq 16. Per layer:
+    #   attention 4·64² + 4·64 (qkv and proj weights and biases)      = 16,640
+    #   MLP       2·64·256 + 256 + 64                                  = 33,088
+    #   two LayerNorms 4·64                                            =    256
+    # = 49,984; two layers 99,968; + ln_f 128 = 100,096.
+    p = count_params(64, 2, 100, seq_len=16, mlp="gelu")
+    assert p.per_layer == 49_984 and p.mlp_hidden == 256
+    assert p.non_embedding == 100_096
+    assert p.standard == 100_096 + 6_400               # + head 64·100
+    assert p.total == 106_496 + 6_400 + 1_024          # + wte 100·64 + wpe 16·64
+    assert p.kaplan_approx == 12 * 2 * 64**2 == 98_304  # omits 13·64 per layer and ln_f
+    tied = count_params(64, 2, 100, seq_len=16, mlp="gelu", tied=True)
+    assert (tied.non_embedding, tied.standard, tied.total) == (100_096, 106_496, 107_520)
+
+
+def test_swiglu_counts_by_hand():
+    # width 64: 8·64/3 = 170.7 → d_ff = 256. Per layer:
+    #   attention 16,640; MLP 3·64·256 + 2·256 + 64 = 49,728; LayerNorms 256 → 66,624.
+    p = count_params(64, 2, 100, seq_len=16, mlp="swiglu")
+    assert p.mlp_hidden == 256 and p.per_layer == 66_624
+    assert p.non_embedding == 2 * 66_624 + 128 == 133_376
+    assert p.standard == 133_376 + 6_400 and p.total == 133_376 + 2 * 6_400 + 1_024
+    # Without biases: LayerNorm weights only (2·64 per layer, 64 for ln_f).
+    nb = count_params(64, 2, 100, seq_len=16, mlp="swiglu", bias=False)
+    assert nb.non_embedding == 2 * (4 * 64**2 + 3 * 64 * 256 + 128) + 64
+
+
+@pytest.mark.parametrize("width,d_ff", [(64, 256), (384, 1024), (385, 1280), (512, 1536), (768, 2048), (1024, 2816)])
+def test_swiglu_hidden_rounds_up_to_256(width, d_ff):
+    # 8·384/3 = 1024 exactly must not round up to 1280 (integer ceil, not float).
+    assert mlp_hidden(width, "swiglu") == d_ff
+    assert mlp_hidden(width, "gelu") == 4 * width
+
+
+def test_gpt2_small_matches_the_published_count():
+    # GPT-2 124M (tied embeddings, 1024 positions): 124,439,808 parameters, as nanoGPT
+    # reports before subtracting wpe; a count that is off by one tensor misses this.
+    p = count_params(768, 12, 50257, seq_len=1024, tied=True)
+    assert p.total == 124_439_808
+    assert p.non_embedding == 85_056_000
+
+
+def test_flops_per_token():
+    f = flops_per_token(64, 2, 100, seq_len=16)
+    assert f.kaplan == 6 * 100_096
+    assert f.standard == 6 * 106_496
+    assert f.with_attention == 6 * 106_496 + 6 * 16 * 64 * 2
+
+
+def test_bad_sizes_are_user_errors():
+    with pytest.raises(UserError, match="width"):
+        count_params(0, 2, 100)
+    with pytest.raises(UserError, match="mlp"):
+        count_params(64, 2, 100, mlp="relu")
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "scalinglab", "params", *args], capture_output=True, text=True)
+
+
+def test_cli_json_keys_and_values():
+    out = _cli("--width", "64", "--depth", "2", "--vocab", "100", "--seq", "16", "--mlp", "swiglu", "--tied", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    want = count_params(64, 2, 100, seq_len=16, mlp="swiglu", tied=True)
+    assert (got["non_embedding"], got["standard"], got["total"]) == (want.non_embedding, want.standard, want.total)
+    assert set(got["flops_per_token"]) == {"kaplan", "standard", "with_attention"}
+    assert got["flops_per_token"]["kaplan"] == 6 * want.non_embedding
+
+
+def test_cli_bad_value_exits_2_without_traceback():
+    out = _cli("--width", "-5", "--depth", "2", "--vocab", "100")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "width" in out.stderr

@@ -1,0 +1,178 @@
+"""The isoFLOP estimator on synthetic curves whose minima and exponent are known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalinglab import isoflop
+from scalinglab.errors import UserError
+
+BUDGETS = np.geomspace(1e17, 1e21, 5)
+
+
+def parabolic_curves(a=0.6, k=0.3, sizes_per_budget=9, spread=2.0, offsets=(0.0,) * 5):
+    """log loss exactly quadratic in log N around N*(C) = 1e-3 · C^a (the parabola's model).
+
+    ``offsets`` shifts each budget's sampled sizes (in log N) away from its optimum.
+    """
+    rows = []
+    for c, offset in zip(BUDGETS, offsets):
+        log_opt = np.log(1e-3) + a * np.log(c)
+        for x in np.linspace(-spread, spread, sizes_per_budget) + offset:
+            log_loss = np.log(3.0) - 0.05 * np.log(c / 1e17) + k * x**2
+            rows.append(dict(n=np.exp(log_opt + x), flops=c, loss=np.exp(log_loss)))
+    return pd.DataFrame(rows)
+
+
+# A Chinchilla-form loss, L = E + A/N^α + B/D^β with D = C/(6N): its exact optimum is
+# N*(C) = G·(C/6)^(β/(α+β)), G = (αA/(βB))^(1/(α+β)); the curves are not parabolas.
+E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
+A_TRUE = BETA / (ALPHA + BETA)
+
+
+def chinchilla_n_opt(c):
+    return (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA)) * (c / 6) ** A_TRUE
+
+
+def chinchilla_curves(sizes_per_budget=11, spread=2.5):
+    rows = []
+    for c in BUDGETS:
+        for n in chinchilla_n_opt(c) * np.exp(np.linspace(-spread, spread, sizes_per_budget)):
+            rows.append(dict(n=n, flops=c, loss=E + A / n**ALPHA + B / (c / (6 * n)) ** BETA))
+    return pd.DataFrame(rows)
+
+
+def test_parabola_recovers_exact_minima_and_exponent():
+    df = parabolic_curves(a=0.6)
+    opt = isoflop.budget_optima(df, method="parabola")
+    assert list(opt.columns[:5]) == ["flops", "n_opt", "loss_opt", "n_points", "edge"]
+    assert not opt["edge"].any() and (opt["n_points"] == 9).all()
+    want = 1e-3 * opt["flops"] ** 0.6
+    # The data are exactly quadratic, so only float round-off separates the vertex from the truth.
+    np.testing.assert_allclose(opt["n_opt"], want, rtol=1e-8)
+    fit = isoflop.fit_exponent(opt)
+    assert fit.status == "ok" and fit.n_budgets == 5 and fit.dropped == ()
+    assert fit.exponent == pytest.approx(0.6, abs=1e-9)
+    assert fit.coef == pytest.approx(1e-3, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", ["spline", "parabola"])
+def test_chinchilla_form_minima_and_exponent(method):
+    opt = isoflop.budget_optima(chinchilla_curves(), method=method)
+    err = np.abs(np.log(opt["n_opt"] / chinchilla_n_opt(opt["flops"])))
+    if method == "spline":
+        # The argmin lies on a grid with step 5/(10·25-1) ≈ 0.02 in log N, and Akima
+        # interpolation through sizes e^0.5 apart adds a little: 0.05 is ~2.5 steps.
+        assert err.max() < 0.05
+    else:
+        # A parabola in log N misplaces the minimum of this asymmetric curve, but by the
+        # same factor at every budget (the curve's shape around N* does not depend on C).
+        assert err.max() < 0.3
+    fit = isoflop.fit_exponent(opt)
+    # Errors common to every budget cancel in the slope: 0.005 is far tighter than the
+    # difference between any two published exponents.
+    assert fit.exponent == pytest.approx(A_TRUE, abs=0.005)
+
+
+def test_edge_budget_is_reported_and_dropped():
+    # The largest budget's sizes all lie below its optimum: its minimum is off the sweep.
+    df = parabolic_curves(offsets=(0, 0, 0, 0, -3.0))
+    for method in ("parabola", "spline"):
+        opt = isoflop.budget_optima(df, method=method)
+        assert opt["edge"].tolist() == [False] * 4 + [True], method
+        assert "edge" in opt["note"].iloc[-1]
+        fit = isoflop.fit_exponent(opt)
+        assert fit.n_budgets == 4 and [c for c, _ in fit.dropped] == [BUDGETS[-1]]
+        assert fit.exponent == pytest.approx(0.6, abs=0.01 if method == "spline" else 1e-9)
+
+
+def test_too_few_sizes_and_too_few_budgets():
+    df = parabolic_curves(sizes_per_budget=9)
+    df = df[~((df["flops"] > BUDGETS[1]) & (df.groupby("flops").cumcount() > 1))]
+    opt = isoflop.budget_optima(df)
+    assert opt["n_points"].tolist() == [9, 9, 2, 2, 2]
+    assert opt["note"].iloc[-1].startswith("only 2 sizes")
+    fit = isoflop.fit_exponent(opt)
+    # Two budgets determine a line exactly: an exponent but no interval.
+    assert fit.n_budgets == 2 and np.isnan(fit.ci[0]) and len(fit.dropped) == 3
+    one = isoflop.fit_exponent(opt.iloc[[0]])
+    assert one.status == "too_few_budgets" and np.isnan(one.exponent)
+
+
+def test_duplicate_runs_keep_the_lowest_loss():
+    df = parabolic_curves()
+    worse = df.copy()
+    worse["loss"] *= 1.5
+    a = isoflop.budget_optima(df, method="spline")
+    b = isoflop.budget_optima(pd.concat([worse, df]), method="spline")
+    np.testing.assert_allclose(a["n_opt"], b["n_opt"])
+    assert (b["n_points"] == 9).all()
+
+
+def test_bootstrap_intervals_cover_truth_and_are_seeded():
+    rng = np.random.default_rng(1)
+    df = chinchilla_curves()
+    df["loss"] += rng.normal(0, 0.003, len(df))
+    opt = isoflop.budget_optima(df, method="spline", n_boot=300, noise=0.003, seed=7)
+    again = isoflop.budget_optima(df, method="spline", n_boot=300, noise=0.003, seed=7)
+    pd.testing.assert_frame_equal(opt, again)
+    assert {"n_opt_lo", "n_opt_hi", "log_n_opt_sd"} <= set(opt.columns)
+    assert (opt["n_opt_lo"] < opt["n_opt"]).all() and (opt["n_opt"] < opt["n_opt_hi"]).all()
+    # sd is floored at a third of the sizes' spacing (0.5 in log N).
+    assert (opt["log_n_opt_sd"] >= 0.33 * 0.5 * 0.99).all()
+    truth = chinchilla_n_opt(opt["flops"])
+    covered = ((opt["n_opt_lo"] <= truth) & (truth <= opt["n_opt_hi"])).sum()
+    assert covered >= 4  # 95% intervals: missing two of five would be a real miscalibration
+    fit = isoflop.fit_exponent(opt)
+    assert fit.weighted and fit.ci[0] < A_TRUE < fit.ci[1]
+
+
+def test_default_noise_is_pooled_parabola_residual_sd():
+    df = parabolic_curves()
+    rng = np.random.default_rng(0)
+    df["loss"] += rng.normal(0, 0.01, len(df))
+    opt = isoflop.budget_optima(df, n_boot=200)
+    assert opt["log_n_opt_sd"].notna().all()
+    with pytest.raises(UserError, match="noise"):
+        isoflop.budget_optima(parabolic_curves(sizes_per_budget=3), n_boot=10)
+
+
+def test_weights_downweight_uncertain_budgets():
+    c = BUDGETS
+    opt = pd.DataFrame(dict(flops=c, n_opt=1e-3 * c**0.5, loss_opt=2.0, n_points=9, edge=False,
+                            log_n_opt_sd=[0.05, 0.05, 0.05, 0.05, 5.0]))
+    opt.loc[4, "n_opt"] *= 30  # an outlier the bootstrap says is very uncertain
+    weighted, plain = isoflop.fit_exponent(opt), isoflop.fit_exponent(opt, weighted=False)
+    assert weighted.weighted and not plain.weighted
+    assert abs(weighted.exponent - 0.5) < 0.01 < abs(plain.exponent - 0.5)
+
+
+def test_window_fits_only_the_sizes_around_the_lowest_loss():
+    opt = isoflop.budget_optima(chinchilla_curves(), method="parabola", window=5)
+    assert (opt["n_points"] == 5).all()
+    full = isoflop.budget_optima(chinchilla_curves(), method="parabola")
+    truth = np.log(chinchilla_n_opt(opt["flops"]))
+    # Near its minimum the curve is closer to a parabola, so the window's vertex is closer.
+    assert (np.abs(np.log(opt["n_opt"]) - truth) < np.abs(np.log(full["n_opt"]) - truth)).all()
+
+
+def test_bad_input_names_the_column():
+    with pytest.raises(UserError, match="'params'"):
+        isoflop.budget_optima(parabolic_curves(), n_col="params")
+    bad = parabolic_curves()
+    bad.loc[3, "loss"] = -1.0
+    with pytest.raises(UserError, match="'loss'.*-1.0"):
+        isoflop.budget_optima(bad)
+    with pytest.raises(UserError, match="method"):
+        isoflop.budget_optima(parabolic_curves(), method="cubic")
+
+
+@pytest.mark.parametrize("method", ["spline", "parabola"])
+def test_fitted_curves_pass_through_their_minimum(method):
+    df = parabolic_curves()
+    curves = isoflop.fitted_curves(df, method=method)
+    opt = isoflop.budget_optima(df, method=method)
+    assert curves["flops"].nunique() == 5 and len(curves) == 5 * 8 * 25
+    # The curve's lowest grid point is the estimator's optimum (same grid, same model).
+    lowest = curves.loc[curves.groupby("flops")["loss"].idxmin()].reset_index(drop=True)
+    np.testing.assert_allclose(lowest["loss"], opt["loss_opt"], rtol=1e-3)

@@ -1,0 +1,96 @@
+"""Porian et al.'s released pickles: safe loading, flattening, and their estimator reproduced."""
+
+import hashlib
+import lzma
+import os
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalinglab import data, porian
+from scalinglab.errors import DataError
+
+ALL_PICKLES = ("porian-summary-rw", "porian-summary-owt2", "porian-summary-attention", "porian-summary-kaplan-tuned")
+
+
+def _xz_pickle(tmp_path, obj):
+    path = tmp_path / "evil.pickle.xz"
+    with lzma.open(path, "wb") as fh:
+        pickle.dump(obj, fh)
+    return path
+
+
+def test_restricted_unpickler_refuses_other_globals(tmp_path):
+    # os.getpid pickles as a reference to a global function: exactly what a
+    # malicious pickle uses to call os.system, so it must be refused.
+    with pytest.raises(DataError, match="not allowed"):
+        porian.read_pickle(_xz_pickle(tmp_path, os.getpid))
+
+
+def test_a_pickle_that_is_not_a_summary_is_refused(tmp_path):
+    # Builtin containers need no global, so they unpickle; the type check must catch them.
+    with pytest.raises(DataError, match="expected a DataFrame"):
+        porian.read_pickle(_xz_pickle(tmp_path, {"data": [1.0, 2.0]}))
+
+
+def test_pickle_is_not_unpickled_before_the_checksum_matches(tmp_path, monkeypatch):
+    path = _xz_pickle(tmp_path, {"a": [1.0]})
+    ds = data.Dataset(name="toy-pickle", path=path.name, url="https://example.invalid/x", sha256="0" * 64,
+                      licence="test", description="test", format="file", loader="scalinglab.porian:points_loader")
+    reg = dict(data.registry(), **{"toy-pickle": ds})
+    monkeypatch.setattr(data, "registry", lambda: reg)
+    monkeypatch.setenv(data.MIRROR_ENV, str(tmp_path))
+    calls = []
+    monkeypatch.setattr(porian, "read_pickle", lambda p: calls.append(p))
+    with pytest.raises(DataError, match="sha256"):
+        data.load("toy-pickle")
+    assert calls == []
+    assert hashlib.sha256(path.read_bytes()).hexdigest() != ds.sha256
+
+
+def test_noise_schedule():
+    s = porian.NoiseSchedule(low=0.01, high=0.1, loss_low=3.0, loss_high=30.0)
+    np.testing.assert_allclose(s(np.array([1.0, 3.0, np.sqrt(90), 30.0, 100.0])),
+                               [0.01, 0.01, np.sqrt(0.001), 0.1, 0.1])
+    # Their thresholds act on log(loss): all real losses (< 20) get the low noise.
+    assert np.all(porian.NOISE["rw"](np.array([2.5, 5.0, 11.0])) == pytest.approx(0.002))
+
+
+@pytest.fixture(scope="module")
+def points():
+    from conftest import mirror_or_skip
+
+    mirror_or_skip()
+    return porian.isoflop_points(ALL_PICKLES)
+
+
+def test_flattened_points_equal_the_mirrors_csv(points):
+    csv = data.load("porian-isoflop-points")
+    keys = ["source_file", *porian.CONFIG_COLUMNS, "flops", "n"]
+    merged = points.merge(csv, on=keys, how="outer", indicator=True, suffixes=("", "_csv"))
+    assert (merged["_merge"] == "both").all() and len(merged) == len(csv) == 1745
+    # The CSV prints 10 significant digits: 1e-9 relative is its rounding, no more.
+    np.testing.assert_allclose(merged["loss"], merged["loss_csv"], rtol=1e-9)
+    np.testing.assert_allclose(merged["tokens"], merged["tokens_csv"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("dataset", ["rw", "owt2"])
+def test_spline_estimator_reproduces_published_exponents(points, dataset):
+    fits = data.load("porian-exponent-fits")
+    pairs = data.load("porian-optimal-pairs")
+    source = "data/summary_df.pickle.xz" if dataset == "rw" else "data/summary_df_owt2.pickle.xz"
+    for step, config in porian.STEPS.items():
+        want = fits[(fits["source_file"] == source)
+                    & np.logical_and.reduce([fits[c] == v for c, v in zip(porian.CONFIG_COLUMNS[1:], config)])]
+        optima, fit = porian.estimate(points, dataset, step, n_boot=300)
+        # Published to 3 decimals with their own bootstrap noise; the issue's bar is 0.02,
+        # and the differences seen are <= 0.003, so 0.02 leaves room only for real bugs.
+        assert fit.exponent == pytest.approx(want["a_n_exponent"].item(), abs=0.02), step
+        assert fit.ci[0] < want["a_n_exponent"].item() < fit.ci[1], step
+        # The same budgets are dropped as edge optima as in their optimal_pairs.
+        ref = pairs[(pairs["source_file"] == source)
+                    & np.logical_and.reduce([pairs[c] == v for c, v in zip(porian.CONFIG_COLUMNS[1:], config)])]
+        ref = ref.set_index("flops").reindex(optima["flops"])
+        assert optima["edge"].tolist() == ref["n_star"].isna().tolist(), step
