@@ -8,13 +8,14 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 PROFILE ?= full
+SWEEP_PROFILE ?= auto
 RESULTS ?= results
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
 export MPLBACKEND := Agg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: reproduce test unit notebooks-test nbval lab venv lock bench clean
+.PHONY: reproduce test lab venv lock bench clean
 
 # The virtualenv is rebuilt when the dependency pins change.
 $(STAMP): pyproject.toml requirements.lock
@@ -24,15 +25,10 @@ $(STAMP): pyproject.toml requirements.lock
 
 venv: $(STAMP)
 
+# On a GPU, reproduce first trains the sweeps (SWEEP_PROFILE=auto picks gpu-quick;
+# gpu takes hours); without one the notebooks read data/sweeps/.
 reproduce: $(STAMP)
-	@mkdir -p $(RESULTS)
-	@for nb in $(NOTEBOOKS); do \
-	  name=$$(basename $$nb .ipynb); mkdir -p $(RESULTS)/$$name; \
-	  echo "== $$name (profile $(PROFILE))"; \
-	  SCALINGLAB_RESULTS=$(abspath $(RESULTS)) $(VENV)/bin/papermill --cwd notebooks -k python3 \
-	    -p profile $(PROFILE) $$nb $(RESULTS)/$$name/$$name.ipynb || exit 1; \
-	done
-	@echo "Executed notebooks, figures and summary.json files are under $(RESULTS)/"
+	$(PY) -m scalinglab.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

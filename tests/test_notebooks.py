@@ -29,18 +29,26 @@ def test_every_notebook_has_one_parameters_cell():
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
-    import papermill as pm
+    from scalinglab.reproduce import run_notebooks
 
     mirror_or_skip()
     results = tmp_path / "results"
-    monkeypatch.setenv("SCALINGLAB_RESULTS", str(results))
     monkeypatch.delenv("SCALINGLAB_PROFILE", raising=False)
-    pm.execute_notebook(
-        str(path), str(tmp_path / path.name), parameters={"profile": "smoke"},
-        cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-    )
+    # The same code path as `make reproduce PROFILE=smoke`.
+    run_notebooks("smoke", results, notebooks=[path], progress=False)
+    assert (results / path.stem / path.name).is_file()
     summary = json.loads((results / path.stem / "summary.json").read_text())
     assert summary["profile"] == "smoke"
     for key in REQUIRED_KEYS.get(path.stem, []):
         assert key in summary, f"{path.stem}/summary.json lacks {key!r}"
     assert list((results / path.stem).glob("*.png")), f"{path.stem} saved no figure"
+
+
+def test_notebooks_get_only_the_parameters_they_declare(tmp_path):
+    from scalinglab.reproduce import notebook_parameters, sweep_profile_for
+
+    assert notebook_parameters({"profile"}, "smoke", tmp_path) == {"profile": "smoke"}
+    got = notebook_parameters({"profile", "sweep_dir", "ladder_dir"}, "full", tmp_path)
+    assert got == {"profile": "full", "sweep_dir": str(tmp_path), "ladder_dir": str(tmp_path / "kaplan.db.runs")}
+    assert notebook_parameters({"profile", "sweep_dir"}, "full", None) == {"profile": "full"}
+    assert sweep_profile_for("none") is None and sweep_profile_for("cpu") == "cpu"

@@ -152,7 +152,7 @@ class HFCausalLM(CausalLM):
         self.name = name
         cfg = model.config
         self.max_len = int(getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024))
-        # Without the token embedding and the (untied) output head, to match GPTCheckpointLM's count.
+        # Without the token embedding and the (untied) head, like GPTCheckpointLM (learned position tables stay in).
         embeddings = {id(m.weight): m.weight.numel() for m in (model.get_input_embeddings(),
                                                                model.get_output_embeddings()) if m is not None}
         self.params = float(sum(p.numel() for p in model.parameters()) - sum(embeddings.values()))

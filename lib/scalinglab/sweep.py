@@ -355,7 +355,8 @@ def device_name(device: str) -> str:
             name = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), name)
     except OSError:
         pass
-    return f"cpu:{name} ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"cpu:{name} ({threads} thread{'s' if threads > 1 else ''})"
 
 
 def load_tokens(prof: Profile):
@@ -386,11 +387,12 @@ def run_job(spec_dict: dict, checkpoint: str) -> dict:
     ckpt = Path(checkpoint)
     meta = dict(run_id=spec.run_id, preset=spec.preset, profile=spec.profile, tokenizer=prof.tokenizer,
                 n_non_embedding=spec.n_non_embedding, n_standard=spec.n_standard)
+    commit = git_commit()  # the code this job loaded, before anyone commits during a long run
     res = train(model_cfg, train_cfg, train_tokens, val_tokens, checkpoint=ckpt, meta=meta)
     return dict(curve=res.curve, final_loss=res.final_loss, tokens=res.tokens, steps=res.steps,
                 seconds=res.seconds, tokens_per_s=res.tokens_per_s, device=device_name(res.device),
                 tokens_per_step=train_cfg.batch_size * model_cfg.seq_len, versions=versions(),
-                git_commit=git_commit(), checkpoint=str(ckpt))
+                git_commit=commit, checkpoint=str(ckpt))
 
 
 # --- launchers -----------------------------------------------------------------------------
@@ -500,8 +502,10 @@ def isoflop_points(db_path: Path | str):
     return df
 
 
-def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200) -> dict:
-    """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}."""
+def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200, window: int | None = None) -> dict:
+    """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}.
+
+    ``window=k`` fits each budget on the k sizes around its lowest loss (``isoflop.budget_optima``)."""
     from scalinglab.isoflop import budget_optima, fit_exponent
 
     points = isoflop_points(db_path)
@@ -510,13 +514,13 @@ def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200) -> 
     if len(usable) < 3:
         return dict(a=None, ci=None, reason=f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)")
     optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
-                           n_boot=n_boot)
+                           n_boot=n_boot, window=window)
     fit = fit_exponent(optima)
     if fit.status != "ok" or not math.isfinite(fit.exponent):
         return dict(a=None, ci=None, reason=f"{fit.status}: {fit.n_budgets} budget(s) with an interior optimum",
                     dropped=[list(d) for d in fit.dropped])
     ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
-    return dict(a=round(fit.exponent, 4), ci=ci, n_budgets=fit.n_budgets, method=method,
+    return dict(a=round(fit.exponent, 4), ci=ci, n_budgets=fit.n_budgets, method=method, window=window,
                 dropped=[list(d) for d in fit.dropped])
 
 
@@ -535,7 +539,10 @@ def report(db_path: Path | str) -> dict:
     finally:
         con.close()
     return dict(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
-                **_throughput(runs), exponent=exponent(db_path))
+                **_throughput(runs), exponent=exponent(db_path),
+                # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
+                # only describes the curve near it): how much the estimator alone moves a
+                exponent_parabola=exponent(db_path, method="parabola", window=5))
 
 
 def _throughput(runs: list[tuple]) -> dict:

@@ -59,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scalinglab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `scalinglab ... | head` closed the pipe: not an error. Point stdout at
+        # devnull so the interpreter's final flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

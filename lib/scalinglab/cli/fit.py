@@ -85,8 +85,11 @@ def _run(args) -> int:
             c_col = roles["c"]
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
-    res = F.fit(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=args.drop_highest,
-                n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+    try:
+        res = F.fit(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=args.drop_highest,
+                    n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+    except UserError as exc:  # name the file or dataset the bad column or value came from
+        raise UserError(f"{label}: {exc}") from None
     if args.json:
         print(json.dumps({"source": label, "n_dropped": args.drop_highest, **res.to_dict()}, indent=2))
     else:

@@ -46,7 +46,11 @@ def _print_report(rep: dict, as_json: bool) -> None:
     else:
         ci = e["ci"]
         interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
-        print(f"exponent a (N* ∝ C^a): {e['a']:.3f}{interval} from {e['n_budgets']} budgets")
+        print(f"exponent a (N* ∝ C^a): {e['a']:.3f}{interval} from {e['n_budgets']} budgets (spline optima)")
+        p = rep.get("exponent_parabola") or {}
+        if p.get("a") is not None and p.get("ci") and None not in p["ci"]:
+            print(f"  with parabola optima (5 sizes around each minimum): {p['a']:.3f} "
+                  f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]")
 
 
 def _sweep(args) -> int:
