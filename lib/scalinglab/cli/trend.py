@@ -44,8 +44,12 @@ def _trend(args) -> int:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-    results = classify_groups(df, args.x_col, args.y_col, args.n_col, args.group_col,
-                              TrendOptions(alpha=args.alpha, overdispersion=args.overdispersion), source=str(path))
+    try:
+        results = classify_groups(df, args.x_col, args.y_col, args.n_col, args.group_col,
+                                  TrendOptions(alpha=args.alpha, overdispersion=args.overdispersion), source=str(path))
+    except UserError as exc:  # name the file the bad value came from
+        msg = str(exc)
+        raise UserError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     rows = [r.as_dict() for r in results]
     if args.json:
         # NaN (untestable groups) is not JSON: write null.
