@@ -53,6 +53,22 @@ def test_bootstrap_and_drop_highest_appear_in_json(runs_csv, capsys):
     assert lo <= out["alpha"] <= hi and set(bs["se"]) >= {"E", "A", "B", "alpha", "beta", "a", "b"}
 
 
+def test_json_is_strict_when_an_se_is_undefined(runs_csv, capsys):
+    # One replicate has no standard deviation: it must print as null, not as NaN (which is not JSON).
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 "--bootstrap", "1", "--json"]) == 0
+    def no_constants(name):
+        raise ValueError(f"non-JSON constant {name}")
+    out = json.loads(capsys.readouterr().out, parse_constant=no_constants)
+    assert out["bootstrap"]["se"]["alpha"] is None and isinstance(out["bootstrap"]["ci"]["alpha"][0], float)
+
+
+def test_header_names_are_stripped_like_the_cells(runs_csv, capsys):
+    runs_csv.write_text(runs_csv.read_text().replace(",", ", "))
+    out = run_json(capsys, runs_csv, "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss")
+    assert out["n_rows"] == 40 and out["alpha"] == pytest.approx(TRUE.alpha, rel=1e-4)
+
+
 def test_human_output_is_a_table(runs_csv, capsys):
     assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
                  "--bootstrap", "20"]) == 0
@@ -74,6 +90,8 @@ def test_dataset_roles_supply_the_columns(mirror, capsys):
     (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--drop-highest", "-1"],
      "must be >= 0"),
     (["--n-col", "params", "--d-col", "tokens"], "no column 'loss'"),
+    (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--bootstrap", "5", "--seed", "-1"],
+     "--seed must be >= 0"),
 ])
 def test_bad_arguments_exit_2_with_one_line(runs_csv, capsys, argv, message):
     assert main(["fit", str(runs_csv), *argv]) == 2
@@ -88,6 +106,7 @@ def test_bad_arguments_exit_2_with_one_line(runs_csv, capsys, argv, message):
     (lambda rows: [rows[0]] + [",".join([n, f"{20 * float(n):.17g}", c, loss]) for n, _, c, loss in
                                (r.split(",") for r in rows[1:])], "D ∝ N"),  # 20 tokens per parameter
     (lambda rows: [], "is empty"),
+    (lambda rows: [rows[0] + ",params"] + [r + ",1" for r in rows[1:]], "column 'params' twice"),
 ])
 def test_bad_data_exits_2_naming_the_problem(runs_csv, capsys, edit, message):
     rows = runs_csv.read_text().splitlines()

@@ -42,6 +42,15 @@ def test_trend_bad_input_exits_2_with_one_line(trend_csv, capsys, argv, message)
     assert message in err and err.count("\n") == 1
 
 
+def test_trend_no_grouped_rows_exits_2(tmp_path, capsys):
+    path = tmp_path / "empty.csv"
+    path.write_text("task,compute,acc,n\n")
+    assert main(["trend", str(path), "--x-col", "compute", "--y-col", "acc", "--n-col", "n",
+                 "--group-col", "task"]) == 2
+    err = capsys.readouterr().err
+    assert "no rows" in err and err.count("\n") == 1
+
+
 def test_trend_missing_file(tmp_path, capsys):
     assert main(["trend", str(tmp_path / "nope.csv"), "--x-col", "a", "--y-col", "b", "--n-col", "c"]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -76,10 +85,18 @@ def test_inverse_eval_scores_a_checkpoint(mirror, tiny_checkpoint, capsys):
     (["--task", "neqa", "--model", "missing.pt"], "missing.pt: no such checkpoint"),
     (["--task", "neqa", "--model", "gpt2"], "unknown model 'gpt2'"),
     (["--task", "neqa", "--model", "x.pt", "--limit", "0"], "--limit must be at least 1"),
+    (["--task", "neqa", "--model", "x.pt", "--batch-size", "0"], "--batch-size must be at least 1"),
 ])
 def test_inverse_eval_bad_input_exits_2(mirror, capsys, argv, message):
     assert main(["inverse-eval", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_inverse_eval_json_is_strict_json_for_one_example(mirror, tiny_checkpoint, capsys):
+    # one example has no standard error (NaN), which json.dumps would write as the non-JSON token NaN
+    assert main(["inverse-eval", "--task", "neqa", "--model", str(tiny_checkpoint), "--limit", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert out["n"] == 1 and out["loss_se"] is None and out["loss"] > 0
 
 
 def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
@@ -94,3 +111,25 @@ def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
     lm = load_checkpoint_lm(runs / "a.pt")
     # one block of width 32: 12*32^2 weights + 288 biases + 3 LayerNorms of 64 = 12,768 non-embedding parameters
     assert lm.name == "a" and lm.supports_cache and lm.params == 12 * 32**2 + 288 + 3 * 64
+
+
+@pytest.mark.parametrize("content", [b"", bytes(range(256))], ids=["empty", "not-a-pickle"])
+def test_a_corrupt_checkpoint_is_a_user_error(tmp_path, content):
+    from scalinglab.errors import UserError
+    from scalinglab.lm_adapters import load_lm
+
+    path = tmp_path / "broken.pt"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match="broken.pt: not a scalinglab GPT checkpoint") as err:
+        load_lm(str(path))
+    assert "\n" not in str(err.value)  # the CLI prints it as one line
+
+
+def test_a_folder_without_a_model_is_a_user_error(tmp_path):
+    pytest.importorskip("transformers")
+    from scalinglab.errors import UserError
+    from scalinglab.lm_adapters import load_lm
+
+    with pytest.raises(UserError, match="could not load Hugging Face model") as err:
+        load_lm(f"hf:{tmp_path}")  # an existing, empty local folder: nothing is downloaded
+    assert "\n" not in str(err.value)

@@ -132,6 +132,16 @@ def test_parameter_on_its_bound_is_flagged():
     assert F.fit_arrays(N, D, L).status == "converged"
 
 
+def test_bootstrap_of_a_fit_on_its_bound_reports_nan_not_a_crash():
+    N, D, L = isoflop_runs(law=F.ScalingLaw(E=0.05, A=480.0, B=2100.0, alpha=0.35, beta=0.37))
+    # Warm-started on the bound E = e^-1, every replicate ends there too and is excluded.
+    res = F.fit_arrays(N, D, L, F.FitOptions(lower=(-1.0, -20.0, -20.0, 0.0, 0.0)), n_boot=20)
+    bs = res.bootstrap
+    assert bs.n_failed == 20 and bs.samples.shape == (0, 5)
+    d = res.to_dict()["bootstrap"]
+    assert all(np.isnan(d["se"][k]) and np.isnan(d["ci"][k]).all() for k in bs.names)
+
+
 def test_bootstrap_wald_test_accepts_truth_and_rejects_a_wrong_law():
     N, D, L = isoflop_runs(noise=0.005, per_budget=10, seed=1)
     res = F.fit_arrays(N, D, L, n_boot=300, seed=0)

@@ -81,6 +81,13 @@ def test_cli_json_keys_and_values():
     assert got["flops_per_token"]["kaplan"] == 6 * want.non_embedding
 
 
+def test_cli_total_line_says_what_it_adds():
+    for tied, added in ((False, "+ input and positional embeddings"), (True, "+ positional embedding (the input")):
+        out = _cli("--width", "64", "--depth", "2", "--vocab", "100", *(["--tied"] if tied else []))
+        total = next(line for line in out.stdout.splitlines() if line.startswith("total"))
+        assert added in total and f"{count_params(64, 2, 100, tied=tied).total:,}" in total
+
+
 def test_cli_bad_value_exits_2_without_traceback():
     out = _cli("--width", "-5", "--depth", "2", "--vocab", "100")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "width" in out.stderr

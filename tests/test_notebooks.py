@@ -52,3 +52,11 @@ def test_notebooks_get_only_the_parameters_they_declare(tmp_path):
     assert got == {"profile": "full", "sweep_dir": str(tmp_path), "ladder_dir": str(tmp_path / "kaplan.db.runs")}
     assert notebook_parameters({"profile", "sweep_dir"}, "full", None) == {"profile": "full"}
     assert sweep_profile_for("none") is None and sweep_profile_for("cpu") == "cpu"
+
+
+def test_reproduce_refuses_an_unknown_sweep_profile_in_one_line(tmp_path, capsys):
+    from scalinglab.reproduce import main
+
+    assert main(["--sweep-profile", "gpu_quick", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown sweep profile 'gpu_quick'" in err and err.count("\n") == 1

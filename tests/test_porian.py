@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from scalinglab import data, porian
-from scalinglab.errors import DataError
+from scalinglab.errors import DataError, UserError
 
 ALL_PICKLES = ("porian-summary-rw", "porian-summary-owt2", "porian-summary-attention", "porian-summary-kaplan-tuned")
 
@@ -48,6 +48,14 @@ def test_pickle_is_not_unpickled_before_the_checksum_matches(tmp_path, monkeypat
         data.load("toy-pickle")
     assert calls == []
     assert hashlib.sha256(path.read_bytes()).hexdigest() != ds.sha256
+
+
+def test_unknown_step_or_dataset_is_a_user_error():
+    points = pd.DataFrame(columns=[*porian.CONFIG_COLUMNS, "flops", "n", "loss"])
+    with pytest.raises(UserError, match="step 'plus_cosin'"):
+        porian.estimate(points, "rw", "plus_cosin", n_boot=0)
+    with pytest.raises(UserError, match="dataset 'RW'"):
+        porian.estimate(points, "RW", "plus_cosine", n_boot=0)
 
 
 def test_noise_schedule():

@@ -230,3 +230,56 @@ def test_workbook_full_profile_points_at_committed_results(tmp_path):
         assert path is None or (path.is_file() and path.parent.name == "sweeps")
     with pytest.raises(Exception, match="smoke or full"):
         sweep.workbook_sweeps("cpu", tmp_path)
+
+
+@pytest.mark.parametrize("preset", sweep.PRESETS)
+def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
+    from dataclasses import replace
+
+    from scalinglab.flops import flops_per_token
+    from scalinglab.train import TrainConfig, train
+
+    # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
+    prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), kaplan_warmup_tokens=2048,
+                   budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,)))
+    (run,) = sweep.plan(preset, prof, vocab_size=512)
+    tokens = np.random.default_rng(0).integers(0, 512, 50_000).astype(np.uint16)
+    res = train(GPTConfig(**run.model), TrainConfig(**run.train), tokens, tokens[:4_000])
+    c = sweep.cost(preset, prof, vocab_size=512)
+    fpt = flops_per_token(16, 1, 512, seq_len=prof.seq_len).with_attention
+    assert (c["runs"], c["steps"], c["tokens"]) == (1, res.steps, res.tokens)
+    # evaluations are forward passes (a third of fpt) over eval_tokens each; the run's end is evaluated once
+    assert c["flops"] == pytest.approx(fpt * res.tokens + fpt / 3 * len(res.curve) * prof.eval_tokens, rel=1e-12)
+
+
+def test_negative_max_runs_is_a_user_error(tmp_path):
+    with pytest.raises(sweep.UserError, match="max_runs must be at least 0, got -1"):
+        sweep.run_sweep("kaplan", "smoke", tmp_path / "k.db", max_runs=-1, progress=False)
+    assert not (tmp_path / "k.db").exists()
+
+
+def test_planning_and_reports_do_not_import_torch(tmp_path):
+    db = tmp_path / "empty.db"
+    sweep.connect(db).close()
+    code = ("import sys; from scalinglab import sweep; sweep.plan('hoffmann', 'cpu', 1024); "
+            "sweep.cost('kaplan', 'cpu', 1024); sweep.report(sys.argv[1]); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_cli_choices_mirror_the_library():
+    from scalinglab.cli import sweep as cli_sweep
+
+    assert cli_sweep.PRESETS == sweep.PRESETS and cli_sweep.PROFILES == tuple(sweep.PROFILES)
+
+
+def test_a_db_that_is_not_sqlite_is_a_user_error(tmp_path, capsys):
+    bad = tmp_path / "notes.db"
+    bad.write_text("not sqlite\n")
+    with pytest.raises(sweep.UserError, match="notes.db: not a sweep database"):
+        sweep.connect(bad)
+    with pytest.raises(sweep.UserError, match="not a sweep database"):
+        sweep.connect(tmp_path)  # a folder
+    assert main(["sweep", "--preset", "kaplan", "--db", str(bad)]) == 2  # before any data is needed
+    assert "not a sweep database" in capsys.readouterr().err
+    assert bad.read_text() == "not sqlite\n"

@@ -132,11 +132,16 @@ class Bootstrap:
 
     @property
     def se(self) -> dict[str, float]:
+        """Standard deviations across replicates; NaN with fewer than two (e.g. every one at a bound)."""
+        if len(self.samples) < 2:
+            return {k: float("nan") for k in self.names}
         return {k: float(np.std(self.column(k), ddof=1)) for k in self.names}
 
     @property
     def ci(self) -> dict[str, tuple[float, float]]:
-        """Percentile intervals at ``level``."""
+        """Percentile intervals at ``level``; NaN when no replicate converged."""
+        if not len(self.samples):
+            return {k: (float("nan"), float("nan")) for k in self.names}
         q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
         return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
 

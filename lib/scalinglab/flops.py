@@ -125,3 +125,19 @@ def flops_per_token(width: int, depth: int, vocab: int, seq_len: int = 1024, mlp
     p = count_params(width, depth, vocab, seq_len=seq_len, mlp=mlp, tied=tied, bias=bias)
     return FlopsPerToken(kaplan=6 * p.non_embedding, standard=6 * p.standard,
                          with_attention=6 * p.standard + 6 * seq_len * width * depth)
+
+
+# --- steps and hardware (torch-free, for sweep plans and reports as well as training) ---------------
+
+def step_at(tokens: int, tokens_per_step: int) -> int:
+    """The step at which ``tokens`` have been seen, to the nearest whole step (at least 1)."""
+    return max(1, round(tokens / tokens_per_step))
+
+
+# Dense bf16 tensor-core peaks (no sparsity) in FLOP/s, by a substring of torch.cuda.get_device_name().
+PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12}
+
+
+def gpu_peak(name: str) -> float | None:
+    """The GPU's dense bf16 peak, or None when unknown (MFU is then not reported)."""
+    return next((v for k, v in PEAK_BF16.items() if k in name), None)

@@ -121,6 +121,8 @@ def _checkpoint_tokenizer(meta: dict, vocab_size: int, tokenizer=None):
 
 
 def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None) -> GPTCheckpointLM:
+    import pickle
+
     from scalinglab.model import load_checkpoint
 
     path = Path(path)
@@ -128,8 +130,9 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
         raise UserError(f"{path}: no such checkpoint")
     try:
         model, meta = load_checkpoint(path, map_location="cpu")
-    except (KeyError, RuntimeError, ValueError) as exc:
-        raise UserError(f"{path}: not a scalinglab GPT checkpoint ({exc})") from None
+    except (KeyError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # EOF: an empty file
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]  # torch's messages run over several lines
+        raise UserError(f"{path}: not a scalinglab GPT checkpoint ({why})") from None
     tok = _checkpoint_tokenizer(meta, model.config.vocab_size, tokenizer)
     return GPTCheckpointLM(model, tok, name=name or path.stem, meta=meta)
 
@@ -189,7 +192,7 @@ def load_hf(name: str, **kwargs) -> HFCausalLM:
     try:
         tok = AutoTokenizer.from_pretrained(name, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(name, dtype="float32", **kwargs)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a local folder that holds no usable model or tokenizer
         raise UserError(f"could not load Hugging Face model {name!r}: {str(exc).splitlines()[0]}") from None
     return HFCausalLM(model, tok, name=name)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalinglab.errors import DataError
+from scalinglab.errors import DataError, UserError
 
 # What configures one of their isoFLOP families (column names as in the pickles,
 # except that their `val` is our `loss_split`).
@@ -156,6 +156,10 @@ def isoflop_points(names=("porian-summary-rw", "porian-summary-owt2")) -> pd.Dat
 
 def step_points(points: pd.DataFrame, dataset: str, step: str) -> pd.DataFrame:
     """The points of one correction step (a key of STEPS) on one dataset (rw, owt2)."""
+    if step not in STEPS:
+        raise UserError(f"unknown Porian et al. step {step!r}; one of {', '.join(STEPS)}")
+    if dataset not in DATASETS:
+        raise UserError(f"unknown Porian et al. dataset {dataset!r}; one of {', '.join(DATASETS)}")
     want = dict(zip(CONFIG_COLUMNS, (dataset, *STEPS[step])))
     mask = np.logical_and.reduce([points[c] == v for c, v in want.items()])
     return points[mask]

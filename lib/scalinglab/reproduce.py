@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from scalinglab.errors import UserError
 from scalinglab.workbook import RESULTS_ENV, project_root
 
 PRESETS = ("kaplan", "hoffmann")
@@ -84,12 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     results = args.results.resolve()
     sweep_profile = sweep_profile_for(args.sweep_profile)
     sweep_dir = None
-    if sweep_profile:
-        sweep_dir = results / "sweeps"
-        run_sweeps(sweep_profile, sweep_dir)
-    else:
-        print("== no GPU (or --sweep-profile none): notebooks use the sweep results committed under data/sweeps/")
-    run_notebooks(args.profile, results, sweep_dir)
+    try:
+        if sweep_profile:
+            sweep_dir = results / "sweeps"
+            run_sweeps(sweep_profile, sweep_dir)
+        else:
+            print("== no GPU (or --sweep-profile none): notebooks use the sweep results committed under data/sweeps/")
+        run_notebooks(args.profile, results, sweep_dir)
+    except UserError as exc:  # e.g. an unknown --sweep-profile: one line, no traceback
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
+        return 2
     print(f"Executed notebooks, figures and summary.json files are under {results}/")
     return 0
 

@@ -144,18 +144,21 @@ def get_profile(name: str) -> Profile:
 def cost(preset: str, profile: Profile | str, vocab_size: int) -> dict:
     """What a sweep asks of the hardware: runs, training tokens, optimizer steps and FLOPs
     (forward+backward with attention, ``flops.flops_per_token(...).with_attention``, plus evaluations)."""
-    from scalinglab.flops import flops_per_token
+    from scalinglab.flops import flops_per_token, step_at
 
     prof = get_profile(profile) if isinstance(profile, str) else profile
     out = dict(runs=0, tokens=0, steps=0, flops=0.0)
     for r in plan(preset, prof, vocab_size):
         t = r.train
         fpt = flops_per_token(r.width, r.depth, vocab_size, seq_len=prof.seq_len).with_attention
-        evals = len(t["eval_at_tokens"]) + 1
+        # the steps and evaluations scalinglab.train.train makes: whole steps, the end evaluated once
+        per_step = t["batch_size"] * prof.seq_len
+        steps = step_at(t["total_tokens"], per_step)
+        evals = len({min(steps, step_at(e, per_step)) for e in t["eval_at_tokens"]} | {steps})
         out["runs"] += 1
-        out["tokens"] += t["total_tokens"]
-        out["steps"] += math.ceil(t["total_tokens"] / (t["batch_size"] * prof.seq_len))
-        out["flops"] += fpt * t["total_tokens"] + fpt / 3 * evals * prof.eval_tokens  # eval: forward only
+        out["tokens"] += steps * per_step
+        out["steps"] += steps
+        out["flops"] += fpt * steps * per_step + fpt / 3 * evals * prof.eval_tokens  # eval: forward only
     return out
 
 
@@ -202,7 +205,7 @@ def _hoffmann_batch(prof: Profile, n: int, tokens: float) -> int:
 
 def plan(preset: str, profile: Profile | str, vocab_size: int) -> list[RunSpec]:
     """Every run of the sweep, smallest budget and shape first."""
-    from scalinglab.train import step_at
+    from scalinglab.flops import step_at
 
     _check_preset(preset)
     prof = get_profile(profile) if isinstance(profile, str) else profile
@@ -262,8 +265,11 @@ CREATE TABLE IF NOT EXISTS curves (
 
 
 def connect(db_path: Path | str) -> sqlite3.Connection:
-    con = sqlite3.connect(db_path, timeout=60)
-    con.executescript(SCHEMA)
+    try:
+        con = sqlite3.connect(db_path, timeout=60)
+        con.executescript(SCHEMA)
+    except sqlite3.DatabaseError as exc:  # another kind of file, or a folder
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     return con
 
 
@@ -290,7 +296,7 @@ def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: lis
 
 def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
     """The launcher's one write per finished run: its row and its curve in one transaction."""
-    from scalinglab.train import step_at
+    from scalinglab.flops import step_at
 
     n = spec.n_non_embedding if spec.preset == "kaplan" else spec.n_standard
     budget_at = {step_at(math.ceil(c / (6 * n)), result["tokens_per_step"]): c for c in spec.budgets}
@@ -414,11 +420,13 @@ def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str =
     _check_preset(preset)
     if launcher not in LAUNCHERS:
         raise UserError(f"unknown launcher {launcher!r}: use one of {', '.join(LAUNCHERS)}")
+    if max_runs is not None and max_runs < 0:  # a negative slice would silently skip the last runs instead
+        raise UserError(f"max_runs must be at least 0, got {max_runs}")
     prof = get_profile(profile)
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    con = connect(db_path)  # a bad --db fails before the tokenizing
     tok, _, _ = load_tokens(prof)  # tokenize once here, not in every job
-    con = connect(db_path)
     register_plan(con, preset, prof, plan(preset, prof, tok.vocab_size), tok.vocab_size)
     todo = pending(con)[:max_runs]
     bar = tqdm(total=len(todo), desc=f"{preset}/{profile}", unit="run", disable=not progress)
@@ -548,8 +556,7 @@ def report(db_path: Path | str) -> dict:
 def _throughput(runs: list[tuple]) -> dict:
     """Training seconds, FLOPs (with attention) and, on a GPU of known peak, the sweep's overall utilisation
     (FLOPs over the wall-clock span of the runs, however many ran at once)."""
-    from scalinglab.flops import flops_per_token
-    from scalinglab.train import gpu_peak
+    from scalinglab.flops import flops_per_token, gpu_peak
 
     if not runs:
         return dict(train_seconds=0.0, train_flops=0.0)

@@ -28,17 +28,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+# step_at and gpu_peak live with the FLOP accounting, so that sweep planning and reports need no torch
+from scalinglab.flops import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
 from scalinglab.model import GPT, GPTConfig, save_checkpoint
 
 SCHEDULES = ("cosine", "constant")
-
-# Dense bf16 tensor-core peaks (no sparsity) in FLOP/s, by a substring of torch.cuda.get_device_name().
-PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12}
-
-
-def gpu_peak(name: str) -> float | None:
-    """The GPU's dense bf16 peak, or None when unknown (MFU is then not reported)."""
-    return next((v for k, v in PEAK_BF16.items() if k in name), None)
 
 
 @dataclass
@@ -88,11 +82,6 @@ def lr_at(tokens_seen: int, cfg: TrainConfig) -> float:
     progress = min(max(tokens_seen - cfg.warmup_tokens, 0) / span, 1.0)
     floor = cfg.lr * cfg.min_lr_ratio
     return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * progress))
-
-
-def step_at(tokens: int, tokens_per_step: int) -> int:
-    """The step at which ``tokens`` have been seen, to the nearest whole step (at least 1)."""
-    return max(1, round(tokens / tokens_per_step))
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -45,7 +45,11 @@ def _read_csv(path: str) -> dict[str, list[str]]:
         raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not rows or not any(rows[0]):
         raise UserError(f"{path} is empty: expected a header row and one row per run")
-    header, body = rows[0], [r for r in rows[1:] if any(cell.strip() for cell in r)]
+    # Names are stripped like the cells ("N, D, loss" names D, not " D").
+    header, body = [h.strip() for h in rows[0]], [r for r in rows[1:] if any(cell.strip() for cell in r)]
+    dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
+    if dup is not None:  # the dict below would silently keep only the last such column
+        raise UserError(f"{path}: the header names column {dup!r} twice")
     ragged = next((i for i, r in enumerate(body) if len(r) != len(header)), None)
     if ragged is not None:
         raise UserError(f"{path}: row {ragged} has {len(body[ragged])} fields, the header has {len(header)}")
@@ -73,6 +77,7 @@ def _run(args) -> int:
 
     from scalinglab import fit as F
     from scalinglab.errors import UserError
+    from scalinglab.workbook import _jsonable
 
     table, roles, label = _source(args)
     n_col = args.n_col or roles.get("n", "N")
@@ -85,13 +90,17 @@ def _run(args) -> int:
             c_col = roles["c"]
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, not {args.seed}")
     try:
         res = F.fit(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=args.drop_highest,
                     n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
     except UserError as exc:  # name the file or dataset the bad column or value came from
         raise UserError(f"{label}: {exc}") from None
     if args.json:
-        print(json.dumps({"source": label, "n_dropped": args.drop_highest, **res.to_dict()}, indent=2))
+        out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
+        # NaN (an SE from under two replicates) becomes null: bare NaN is not JSON.
+        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))
     else:
         print(_table(res, label, args.drop_highest))
     return 0

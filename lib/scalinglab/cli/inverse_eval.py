@@ -31,6 +31,8 @@ def _inverse_eval(args) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, got {args.limit}")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     task = inverse.get_task(args.task)
     rows = inverse.load_task(task.name, limit=args.limit)
     lm = lm_adapters.load_lm(args.model)
@@ -40,7 +42,9 @@ def _inverse_eval(args) -> int:
     out = dict(task=task.name, metric=task.metric, model=lm.name, params=lm.params, **summary,
                seconds=round(time.perf_counter() - t0, 3))
     if args.json:
-        print(json.dumps(out, indent=2))
+        from scalinglab.workbook import _jsonable
+
+        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (one example's loss_se) -> null
         return 0
     for key, value in out.items():
         print(f"{key:<12} {value:.4f}" if isinstance(value, float) else f"{key:<12} {value}")

@@ -38,7 +38,8 @@ def _params(args) -> int:
         return 0
     print(f"non_embedding  {counts.non_embedding:>15,}   Kaplan's N (12·L·d² = {counts.kaplan_approx:,})")
     print(f"standard       {counts.standard:>15,}   + output head (Porian's N)")
-    print(f"total          {counts.total:>15,}   + input and positional embeddings")
+    added = "positional embedding (the input embedding is the head)" if args.tied else "input and positional embeddings"
+    print(f"total          {counts.total:>15,}   + {added}")
     for name, value in fpt.as_dict().items():
         print(f"FLOPs/token {name:<15}{value:>12,}")
     return 0

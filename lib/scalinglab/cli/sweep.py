@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-PRESETS = ("kaplan", "hoffmann")        # mirrors scalinglab.sweep (not imported: it would pull in torch paths)
+# Mirror scalinglab.sweep (CLI modules import only argparse at the top, to start fast);
+# tests/test_sweep.py checks that they agree.
+PRESETS = ("kaplan", "hoffmann")
 PROFILES = ("smoke", "cpu", "gpu-quick", "gpu")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 
 def register(sub) -> None:
@@ -50,11 +49,13 @@ def _trend(args) -> int:
     except UserError as exc:  # name the file the bad value came from
         msg = str(exc)
         raise UserError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+    if not results:  # every row lacked a group value (or there were no rows)
+        raise UserError(f"{path}: no rows with a value in column {args.group_col!r}")
     rows = [r.as_dict() for r in results]
     if args.json:
-        # NaN (untestable groups) is not JSON: write null.
-        clean = [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in rows]
-        print(json.dumps(clean, indent=2))
+        from scalinglab.workbook import _jsonable
+
+        print(json.dumps(_jsonable(rows), indent=2, allow_nan=False))  # NaN (untestable groups) -> null
         return 0
     width = max(len(r["group"]) for r in rows)
     print(f"{'group':<{width}}  {'trend':<12} {'points':>6} {'p_trend':>9} {'p_linear':>9} {'p_quad':>9}")
