@@ -45,7 +45,8 @@ bench: $(STAMP)
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/pip install -q -e '.[all]'
-	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' > requirements.lock
+	# Drop torch's local version (+cpu here) so a GPU machine resolves the CUDA build of the same release.
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' | sed -E 's/^(torch==[^+]*)\+.*/\1/' > requirements.lock
 	rm -rf .venv-lock
 
 clean:
