@@ -91,3 +91,32 @@ def test_cli_total_line_says_what_it_adds():
 def test_cli_bad_value_exits_2_without_traceback():
     out = _cli("--width", "-5", "--depth", "2", "--vocab", "100")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "width" in out.stderr
+
+
+# Property tests: the conventions must relate to each other the same way for every shape,
+# not only for the hand-computed cases above.
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+shapes = st.fixed_dictionaries(dict(
+    width=st.integers(1, 4096), depth=st.integers(1, 96), vocab=st.integers(2, 256_000),
+    seq_len=st.integers(1, 8192), mlp=st.sampled_from(["gelu", "swiglu"]), tied=st.booleans(),
+    bias=st.booleans()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(shapes)
+def test_conventions_nest_for_every_shape(shape):
+    from scalinglab.flops import count_params, flops_per_token
+
+    p = count_params(**shape)
+    w, L, V, S = shape["width"], shape["depth"], shape["vocab"], shape["seq_len"]
+    assert p.embedding == p.head == V * w and p.positional == S * w
+    assert p.standard == p.non_embedding + p.head
+    assert p.total == p.standard + p.positional + (0 if shape["tied"] else p.embedding)
+    # Kaplan's 12·L·d² omits only biases and norms, so it never exceeds the exact count (GELU).
+    if shape["mlp"] == "gelu":
+        assert p.kaplan_approx == 12 * L * w * w <= p.non_embedding
+    f = flops_per_token(**shape)
+    assert (f.kaplan, f.standard) == (6 * p.non_embedding, 6 * p.standard)
+    assert f.with_attention == f.standard + 6 * S * w * L
