@@ -83,6 +83,27 @@ def _grid(log_n: np.ndarray, grid_multiplier: int) -> np.ndarray:
     return np.linspace(log_n[0], log_n[-1], max((len(log_n) - 1) * grid_multiplier, 3))
 
 
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
+
+
+def _spline_on_grid(log_n: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Akima interpolation of each column of ``y`` (k,) or (k, B) at ``grid``."""
+    from scipy.interpolate import Akima1DInterpolator
+
+    return Akima1DInterpolator(log_n, y, axis=0)(grid)
+
+
+def _parabola(log_n: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """(x0, [c2, c1, c0]): a quadratic in log N - x0 for each column of ``y``.
+
+    Centring x keeps the quadratic's normal equations well conditioned.
+    """
+    x0 = float(log_n.mean())
+    return x0, np.polyfit(log_n - x0, y, 2)
+
+
 def _minimise(log_n: np.ndarray, log_loss: np.ndarray, method: str, grid: np.ndarray):
     """Optimal log N, optimal log loss and an edge flag, for each column of ``log_loss``.
 
@@ -90,16 +111,12 @@ def _minimise(log_n: np.ndarray, log_loss: np.ndarray, method: str, grid: np.nda
     """
     y = log_loss.reshape(len(log_n), -1)
     if method == "spline":
-        from scipy.interpolate import Akima1DInterpolator
-
-        curves = Akima1DInterpolator(log_n, y, axis=0)(grid)  # (G, B)
+        curves = _spline_on_grid(log_n, y, grid)  # (G, B)
         idx = np.argmin(curves, axis=0)
         cols = np.arange(y.shape[1])
         edge = (idx == 0) | (idx == len(grid) - 1)
         return grid[idx], curves[idx, cols], edge
-    # Centre x so the quadratic's normal equations stay well conditioned.
-    x0 = log_n.mean()
-    c2, c1, c0 = np.polyfit(log_n - x0, y, 2)
+    x0, (c2, c1, c0) = _parabola(log_n, y)
     with np.errstate(divide="ignore", invalid="ignore"):
         vertex = -c1 / (2 * c2)
     # A parabola opening downwards has no minimum: treat it as an edge optimum.
@@ -114,8 +131,8 @@ def _pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str,
     for _, g in groups:
         if len(g) > 3:
             x, y = np.log(g[n_col].to_numpy()), g[loss_col].to_numpy()
-            coef = np.polyfit(x - x.mean(), y, 2)
-            resid += float(np.sum((np.polyval(coef, x - x.mean()) - y) ** 2))
+            x0, coef = _parabola(x, y)
+            resid += float(np.sum((np.polyval(coef, x - x0) - y) ** 2))
             dof += len(g) - 3
     if dof == 0:
         raise UserError("isoFLOP bootstrap needs noise=... (no budget has more than 3 sizes to estimate it from)")
@@ -154,8 +171,7 @@ def budget_optima(
     its lowest observed loss (a parabola is a good model of the curve only near
     its minimum); edges are then judged against that window.
     """
-    if method not in METHODS:
-        raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
+    _check_method(method)
     groups = _budgets(df, n_col, c_col, loss_col)
     if n_boot > 0 and noise is None:
         noise = _pooled_parabola_sd(groups, loss_col, n_col)
@@ -263,8 +279,7 @@ def fit_exponent(optima: pd.DataFrame, weighted: bool = True, level: float = 0.9
 def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",
                   method: str = "spline", *, grid_multiplier: int = GRID_MULTIPLIER) -> pd.DataFrame:
     """Each budget's fitted loss curve on the estimator's grid (for plots): flops, n, loss."""
-    if method not in METHODS:
-        raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
+    _check_method(method)
     parts = []
     for c, g in _budgets(df, n_col, c_col, loss_col):
         if len(g) < 3:
@@ -272,10 +287,9 @@ def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss
         log_n, log_loss = np.log(g[n_col].to_numpy()), np.log(g[loss_col].to_numpy())
         grid = _grid(log_n, grid_multiplier)
         if method == "spline":
-            from scipy.interpolate import Akima1DInterpolator
-
-            curve = Akima1DInterpolator(log_n, log_loss)(grid)
+            curve = _spline_on_grid(log_n, log_loss, grid)
         else:
-            curve = np.polyval(np.polyfit(log_n - log_n.mean(), log_loss, 2), grid - log_n.mean())
+            x0, coef = _parabola(log_n, log_loss)
+            curve = np.polyval(coef, grid - x0)
         parts.append(pd.DataFrame({"flops": c, "n": np.exp(grid), "loss": np.exp(curve)}))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["flops", "n", "loss"])
