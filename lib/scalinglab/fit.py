@@ -325,8 +325,8 @@ def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=N
     active = np.ones(K, bool)
     converged = np.zeros(K, bool)
 
-    def obj(th, Wt):
-        return (_huber(_terms(th, logN, logD)[0] - logL, delta) * Wt).sum(1)
+    def obj(th, Wt):  # th is (K, 5), so objective returns one value per start
+        return objective(th, logN, logD, logL, delta, weights=Wt)
 
     f = obj(theta, W)
     eye = np.eye(5)
