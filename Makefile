@@ -15,7 +15,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 export MPLBACKEND := Agg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: reproduce test lab venv lock bench clean
+.PHONY: reproduce test lab venv lock bench device-carry clean
 
 # The virtualenv is rebuilt when the dependency pins change.
 $(STAMP): pyproject.toml requirements.lock
@@ -40,6 +40,17 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# What bench/device_check.sh needs on a lent GPU machine, where ../shared does not travel:
+# the corpus shards that the gpu-quick profile reads (120 MB of text: shards 00-05, 40 MB),
+# copied from the mirror into the git-ignored .carry/ that the device call names in `carry`.
+DEVICE_SHARDS := val train_00 train_01 train_02 train_03 train_04 train_05
+device-carry:
+	@test -n "$$SCALINGLAB_DATA_MIRROR" || { echo "set SCALINGLAB_DATA_MIRROR (e.g. ../shared/data)"; exit 2; }
+	mkdir -p .carry/data/corpus/gutenberg-top-authors
+	for s in $(DEVICE_SHARDS); do cp "$$SCALINGLAB_DATA_MIRROR/corpus/gutenberg-top-authors/$$s.jsonl.xz" \
+	  .carry/data/corpus/gutenberg-top-authors/; done
+	du -sh .carry
 
 # Regenerate the pinned transitive closure after editing pyproject.toml.
 lock:

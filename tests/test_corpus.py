@@ -61,6 +61,29 @@ def test_user_files_are_tokenized_once_into_uint16(tmp_path):
         list(file_texts([tmp_path / "missing.txt"]))
 
 
+def test_tokenizing_streams_the_texts(tmp_path):
+    """The token cache encodes batch by batch: no more than one batch of text is held at a time."""
+    from scalinglab.tokenizer import Tokenizer, _write_tokens
+
+    drawn = []
+
+    def texts():
+        for i in range(10):
+            drawn.append(i)
+            yield f"doc {i}"
+
+    batches_seen_at = []
+
+    def encode_batch(batch):
+        batches_seen_at.append(len(drawn))  # how many texts had been read when this batch was encoded
+        return [[1, 2] for _ in batch]
+
+    tok = Tokenizer("fake", 10, 0, encode_batch, lambda ids: "")
+    n = _write_tokens(tmp_path / "t.bin", tok, texts(), batch=3)
+    assert n == 10 * 3  # two ids and an end-of-text per text
+    assert batches_seen_at == [3, 6, 9, 10]  # reading all ten first would give [10, 10, 10, 10]
+
+
 def _write(path, text):
     path.write_text(text)
     return path

@@ -18,6 +18,7 @@ Later calls memory-map the file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -84,7 +85,7 @@ def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
         hf = HFTokenizer.from_file(str(path))
     else:
         bpe = ByteLevelBPETokenizer()
-        texts = [b["text"] for b in corpus.books("train", max_bytes=train_bytes)]
+        texts = (b["text"] for b in corpus.books("train", max_bytes=train_bytes))  # streamed, book by book
         bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=[EOT],
                                 show_progress=False)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +156,8 @@ def _write_tokens(path: Path, tok: Tokenizer, texts: Iterable[str], batch: int =
     n = 0
     with open(tmp, "wb") as fh:
         chunk: list[str] = []
-        for text in [*texts, None]:
+        # Streamed: the `gpu` profile tokenizes ~200 MB of text, which need never be in memory at once.
+        for text in itertools.chain(texts, [None]):
             if text is not None:
                 chunk.append(text)
             if chunk and (text is None or len(chunk) == batch):
