@@ -1,6 +1,7 @@
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -170,6 +171,25 @@ def test_submitit_launcher_records_results_from_its_jobs(cache, tmp_path):
     logs = list((tmp_path / "s.db.submitit").glob("*_result.pkl"))
     assert len(logs) == 2  # each run was its own submitit job, in its own process
     assert set(_finished(db)) == set(seen)
+
+
+def test_submitit_records_the_other_runs_when_one_job_fails(cache, tmp_path):
+    """A failed job is reported by run id once the rest are recorded; it stays pending for a rerun."""
+    pytest.importorskip("submitit")
+    db = tmp_path / "s.db"
+    sweep.run_sweep("hoffmann", "smoke", db, max_runs=0, progress=False)  # plan only
+    con = sqlite3.connect(db)
+    first, second = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY budget, n_standard LIMIT 2")]
+    spec = json.loads(con.execute("SELECT spec FROM runs WHERE run_id = ?", (first,)).fetchone()[0])
+    spec["train"]["no_such_option"] = 1  # the job dies building its TrainConfig, in its own process
+    with con:
+        con.execute("UPDATE runs SET spec = ? WHERE run_id = ?", (json.dumps(spec), first))
+    con.close()
+    with pytest.raises(sweep.UserError, match=f"1 of 2 runs failed.*{re.escape(first)}.*TypeError"):
+        sweep.run_sweep("hoffmann", "smoke", db, launcher="submitit", executor="local", max_runs=2, progress=False)
+    status = dict(sqlite3.connect(db).execute("SELECT run_id, status FROM runs WHERE run_id IN (?, ?)",
+                                              (first, second)).fetchall())
+    assert status == {first: "planned", second: "finished"}
 
 
 def test_report_recovers_a_known_exponent(tmp_path):

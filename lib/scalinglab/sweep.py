@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import re
 import sqlite3
 import subprocess
 import time
@@ -471,16 +472,41 @@ def _submitit(todo: list[RunSpec], db_path: Path, prof: Profile, finish, cluster
     ex = submitit.AutoExecutor(folder=str(folder), cluster=cluster)
     ex.update_parameters(timeout_min=24 * 60, cpus_per_task=prof.threads, nodes=1, tasks_per_node=1,
                          gpus_per_node=1 if prof.device == "cuda" else 0)
-    jobs = {}
-    for spec in todo:
-        job = ex.submit(run_job, asdict(spec), str(checkpoint_path(db_path, spec.run_id)))
-        jobs[job.job_id] = (job, spec)
-    while jobs:
-        for job_id in [j for j, (job, _) in jobs.items() if job.done()]:
-            job, spec = jobs.pop(job_id)
-            finish(spec, job.result())  # a failed job raises here, with its stderr in the message
-        if jobs:
-            time.sleep(0.5)
+    jobs, failed = {}, []
+    try:
+        for spec in todo:
+            job = ex.submit(run_job, asdict(spec), str(checkpoint_path(db_path, spec.run_id)))
+            jobs[job.job_id] = (job, spec)
+        while jobs:
+            for job_id in [j for j, (job, _) in jobs.items() if job.done()]:
+                job, spec = jobs.pop(job_id)
+                try:
+                    result = job.result()
+                except Exception as exc:  # one failed run must not stop the others being recorded
+                    failed.append(f"{spec.run_id} (job {job_id}: {_failure_line(exc)})")
+                    continue
+                finish(spec, result)
+            if jobs:
+                time.sleep(0.5)
+    finally:
+        # Left early (Ctrl-C, an error recording a result): cancel the jobs still queued or running, so
+        # that rerunning the sweep, which resubmits every unfinished run, never has two jobs training into
+        # one checkpoint. Their checkpoints stay, and the resubmitted runs resume from them.
+        for job, _ in jobs.values():
+            try:
+                job.cancel(check=False)
+            except Exception:  # noqa: BLE001 - best effort: the job may have just ended
+                pass
+    if failed:
+        raise UserError(f"{len(failed)} of {len(todo)} runs failed and stay pending (logs in {folder}; rerun to "
+                        f"retry): {'; '.join(failed)}")
+
+
+def _failure_line(exc: Exception) -> str:
+    """The exception line of a failed job's trace (submitit wraps it among log paths), else its first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    raised = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt|Exit)\b", ln)]
+    return (raised[-1] if raised else lines[0] if lines else type(exc).__name__)[:200]
 
 
 def summary_counts(con: sqlite3.Connection) -> dict:
@@ -508,6 +534,28 @@ def isoflop_points(db_path: Path | str):
             "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
     df.insert(4, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]))
     return df
+
+
+def loss_curves(db_path: Path | str):
+    """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.envelope``): preset,
+    run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
+    (6·N·tokens), budget (the budget a row stands for, if any) and loss (validation)."""
+    import pandas as pd
+
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    try:
+        with sqlite3.connect(db_path) as con:
+            df = pd.read_sql_query(
+                "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, c.step, c.tokens, "
+                "c.flops, c.budget, c.loss FROM curves c JOIN runs r USING (run_id) WHERE r.status = 'finished' "
+                "ORDER BY r.n_standard, c.flops", con)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    df.insert(2, "shape", "w" + df["width"].astype(str) + "-d" + df["depth"].astype(str))
+    df.insert(5, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]).astype(float))
+    return df.drop(columns=["n_non_embedding", "n_standard"])
 
 
 def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200, window: int | None = None) -> dict:
