@@ -60,8 +60,11 @@ def _check_columns(df: pd.DataFrame, cols: dict[str, str]) -> None:
         values = pd.to_numeric(df[col], errors="coerce")
         bad = ~np.isfinite(values) | (values <= 0)
         if bad.any():
-            raise UserError(f"isoFLOP data column {col!r} needs positive finite numbers; row {df.index[bad.argmax()]!r} "
-                            f"has {df[col].iloc[bad.argmax()]!r}")
+            value = df[col].iloc[bad.argmax()]
+            # numpy scalars repr as np.float64(-3.0); the user typed -3.0
+            value = value.item() if hasattr(value, "item") else value
+            raise UserError(f"isoFLOP data column {col!r} needs positive finite numbers; "
+                            f"row {df.index[bad.argmax()]!r} has {value!r}")
 
 
 def _budgets(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str) -> list[tuple[float, pd.DataFrame]]:

@@ -1,0 +1,271 @@
+"""`scalinglab isoflop`: Hoffmann's Approach 2 on a table of runs.
+
+Each budget's optimal N comes from ``scalinglab.isoflop.budget_optima`` and the
+exponent a of N_opt ∝ C^a from ``isoflop.fit_exponent``; this module only reads
+the table, selects rows, splits it into groups and prints. pandas is imported
+inside the command (the optima need it), never at the top, and torch never.
+"""
+
+from __future__ import annotations
+
+DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
+# budget_optima's own default, passed explicitly because the check for a wrong
+# --c-col below compares against it.
+MIN_POINTS = 3
+# What --drop-flagged reads as set or unset: pandas parses True/False itself,
+# but hand-made CSVs say yes/no or 1/0; anything else is an error, not a guess.
+_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "isoflop", help="each budget's optimal N and the exponent a of N_opt ∝ C^a (Approach 2)",
+        description="Hoffmann et al.'s Approach 2: for each compute budget C, the minimum of loss against "
+                    "log N (a parabola, or Porian et al.'s Akima spline) is that budget's optimal N; a weighted "
+                    "least-squares line through log N_opt against log C gives the exponent a. Budgets whose "
+                    "optimum lies at the edge of the sampled sizes, or with fewer than 3 sizes, are dropped and "
+                    "listed. Intervals come from a noise bootstrap: every loss is perturbed by Gaussian noise "
+                    "(by default of the size of the per-budget parabola residuals) and the optimum re-found. "
+                    "Without a dataset's roles the columns default to N, C and loss.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    p.add_argument("--n-col", metavar="COL", help="parameters N")
+    p.add_argument("--c-col", metavar="COL",
+                   help="the nominal compute budget C each run belongs to (runs of one budget share a value)")
+    p.add_argument("--loss-col", metavar="COL", help="final loss")
+    p.add_argument("--method", default="parabola", metavar="spline|parabola",
+                   help="parabola in log N (Hoffmann; default) or Akima spline (Porian et al.)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="K",
+                   help="noise-bootstrap draws per budget for the intervals and the fit's weights "
+                        "(default 1000; 0: point estimates and an unweighted fit)")
+    p.add_argument("--noise", type=float, default=None, metavar="SD",
+                   help="sd of the loss noise in the bootstrap (default: pooled residual sd of per-budget parabolas)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--group-by", metavar="COL,...",
+                   help="fit each combination of these columns' values separately (e.g. source,experiment)")
+    p.add_argument("--only", action="append", default=[], metavar="COL=VALUE[,VALUE...]",
+                   help="keep only rows whose COL is one of the values (repeatable; all must hold)")
+    p.add_argument("--drop-flagged", action="append", default=[], metavar="COL",
+                   help="drop rows whose COL is true (true/yes/1), e.g. a QC outlier flag (repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _read_csv(path: str):
+    import pandas as pd
+
+    from scalinglab.errors import UserError
+
+    try:
+        return pd.read_csv(path)
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path} is empty: expected a header row and one row per run") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+
+
+def _source(args):
+    """(table, column roles, label)."""
+    if args.csv:
+        return _read_csv(args.csv), DEFAULT_COLS, args.csv
+    from scalinglab import data
+
+    ds = data.get(args.dataset)
+    return data.load(args.dataset), ds.roles, args.dataset
+
+
+def _need_column(df, col: str, label: str, what: str) -> None:
+    from scalinglab.errors import UserError
+
+    if col not in df.columns:
+        raise UserError(f"{label}: no {what} column {col!r} (columns: {', '.join(map(str, df.columns))})")
+
+
+def _select(df, args, label: str):
+    """(rows --only keeps, which of them --drop-flagged drops): a boolean Series on those rows.
+
+    Flagged rows are dropped per group, so that each group can say how many it lost.
+    """
+    import pandas as pd
+
+    from scalinglab.errors import UserError
+
+    for spec in args.only:
+        col, sep, values = spec.partition("=")
+        col = col.strip()
+        if not sep or not col or not values.strip():
+            raise UserError(f"--only needs COL=VALUE[,VALUE...], not {spec!r}")
+        _need_column(df, col, label, "--only")
+        wanted = {v.strip() for v in values.split(",")}
+        keep = df[col].astype(str).str.strip().isin(wanted)
+        if not keep.any():
+            seen = sorted(df[col].astype(str).unique())
+            shown = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
+            raise UserError(f"{label}: no row has {col} in {sorted(wanted)} (values: {shown})")
+        df = df[keep]
+    flagged = pd.Series(False, index=df.index)
+    for col in args.drop_flagged:
+        _need_column(df, col, label, "--drop-flagged")
+        text = df[col].map(lambda v: "" if pd.isna(v) else str(v).strip().lower())
+        odd = ~text.isin(_TRUE | _FALSE)
+        if odd.any():
+            row = odd.idxmax()
+            raise UserError(f"{label}: --drop-flagged column {col!r} should hold true/false, yes/no or 1/0; "
+                            f"row {row} has {str(df.loc[row, col])!r}")
+        flagged |= text.isin(_TRUE)
+    if flagged.all():
+        raise UserError(f"{label}: every row is flagged in {', '.join(args.drop_flagged)}; nothing is left to fit")
+    return df, flagged
+
+
+def _groups(df, group_by: list[str]):
+    """[(labels, rows)]: one group for the whole table, or one per combination of values.
+
+    A blank group value is a group of its own (shown as "(blank)"), never
+    dropped, so that no run disappears from the analysis unseen.
+    """
+    if not group_by:
+        return [({}, df)]
+    out = []
+    for key, g in df.groupby(group_by, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        out.append(({c: ("(blank)" if v != v else str(v)) for c, v in zip(group_by, key)}, g))
+    return out
+
+
+def _run(args) -> int:
+    import json
+    import sys
+
+    from scalinglab import isoflop
+    from scalinglab.errors import UserError
+    from scalinglab.workbook import _jsonable
+
+    if args.method not in isoflop.METHODS:
+        raise UserError(f"--method must be one of {', '.join(isoflop.METHODS)}, not {args.method!r}")
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, not {args.seed}")
+    if args.noise is not None and not args.noise > 0:  # also catches nan
+        raise UserError(f"--noise must be a positive number, not {args.noise}")
+    group_by = [c.strip() for c in (args.group_by or "").split(",") if c.strip()]
+    if args.group_by is not None and not group_by:
+        raise UserError(f"--group-by needs column names, not {args.group_by!r}")
+
+    df, roles, label = _source(args)
+    cols = {role: getattr(args, f"{role}_col") or roles.get(role, DEFAULT_COLS[role]) for role in DEFAULT_COLS}
+    for col in group_by:
+        _need_column(df, col, label, "--group-by")
+    df, flagged = _select(df, args, label)
+    # (labels, kept rows, number of flagged rows dropped); a group with every row
+    # flagged is still listed, with nothing to fit.
+    groups = [(labels, g[~flagged[g.index]], int(flagged[g.index].sum())) for labels, g in _groups(df, group_by)]
+
+    def named(exc: UserError, labels: dict) -> UserError:
+        where = label + (f" [{_group_text(labels)}]" if labels else "")
+        return UserError(f"{where}: {exc}")
+
+    # A first pass without the bootstrap is cheap and checks every value; a table
+    # in which no budget has MIN_POINTS sizes almost always means --c-col is a
+    # per-run compute (e.g. 6ND) rather than the nominal budget, so say that
+    # instead of letting the bootstrap complain about its noise.
+    opt_kw = dict(n_col=cols["n"], c_col=cols["c"], loss_col=cols["loss"], method=args.method,
+                  min_points=MIN_POINTS)
+    most = {}  # group number -> the most sizes any of its budgets has
+    for i, (labels, g, _) in enumerate(groups):
+        if g.empty:
+            continue
+        try:
+            most[i] = int(isoflop.budget_optima(g, **opt_kw)["n_points"].max())
+        except UserError as exc:
+            raise named(exc, labels) from None
+    if max(most.values()) < MIN_POINTS:
+        raise UserError(f"{label}: no budget in column {cols['c']!r} has {MIN_POINTS} or more sizes "
+                        f"(at most {max(most.values())}); --c-col must be the nominal budget that the runs "
+                        "of one isoFLOP curve share")
+
+    results = []
+    for i, (labels, g, n_flagged) in enumerate(groups):
+        if g.empty:
+            results.append(dict(group=labels, n_runs=0, n_flagged=n_flagged, n_budgets=0, budgets=[], dropped=[],
+                                exponent=dict(a=float("nan"), ci=[float("nan")] * 2, coef=float("nan"), n_budgets=0,
+                                              status="all_rows_flagged", weighted=False, r2=float("nan"))))
+            continue
+        if args.bootstrap and args.noise is None and most[i] <= MIN_POINTS:
+            # budget_optima's default noise is the residual sd of per-budget parabolas,
+            # which a budget of 3 sizes (a parabola's 3 coefficients) cannot give.
+            raise named(UserError(f"no budget has more than {MIN_POINTS} sizes to estimate the bootstrap's "
+                                  "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
+                        labels)
+        optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise)
+        fit = isoflop.fit_exponent(optima, weighted=True)
+        results.append(_group_result(labels, g, n_flagged, optima, fit))
+
+    out = dict(source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed,
+               noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap
+                                                                 else None),
+               only=args.only, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
+    if args.json:
+        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (no interval) -> null
+    else:
+        print(_text(out))
+    sys.stdout.flush()
+    return 0
+
+
+def _group_result(labels: dict, g, n_flagged: int, optima, fit) -> dict:
+    used = set(fit.flops)
+    budgets = []
+    for r in optima.to_dict("records"):
+        budgets.append(dict(flops=r["flops"], n_points=int(r["n_points"]), n_opt=r["n_opt"],
+                            n_opt_lo=r.get("n_opt_lo", float("nan")), n_opt_hi=r.get("n_opt_hi", float("nan")),
+                            loss_opt=r["loss_opt"], edge=bool(r["edge"]), used=r["flops"] in used, note=r["note"]))
+    return dict(group=labels, n_runs=len(g), n_flagged=n_flagged, n_budgets=len(optima), budgets=budgets,
+                dropped=[dict(flops=c, reason=why) for c, why in fit.dropped],
+                exponent=dict(a=fit.exponent, ci=list(fit.ci), coef=fit.coef, n_budgets=fit.n_budgets,
+                              status=fit.status, weighted=fit.weighted, r2=fit.r2))
+
+
+def _group_text(labels: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items())
+
+
+def _text(out: dict) -> str:
+    boot = (f"{out['bootstrap']}-draw noise bootstrap (seed {out['seed']}, loss sd: "
+            f"{out['noise'] if isinstance(out['noise'], str) else format(out['noise'], 'g')})"
+            if out["bootstrap"] else "no bootstrap")
+    lines = [f"{out['source']}: {out['method']} optima, {boot}; N = {out['columns']['n']}, "
+             f"C = {out['columns']['c']}, loss = {out['columns']['loss']}"]
+    if out["only"] or out["drop_flagged"]:
+        lines.append("rows: " + "; ".join([f"only {s}" for s in out["only"]]
+                                          + [f"without rows flagged in {c}" for c in out["drop_flagged"]]))
+    for res in out["groups"]:
+        lines.append("")
+        head = f"[{_group_text(res['group'])}] " if res["group"] else ""
+        flagged = f" ({res['n_flagged']} flagged runs left out)" if res["n_flagged"] else ""
+        lines.append(f"{head}{res['n_runs']} runs{flagged}, {res['n_budgets']} budgets")
+        if not res["n_runs"]:
+            lines.append("  nothing to fit: every run is flagged")
+            continue
+        lines.append(f"  {'budget C':>10} {'sizes':>6} {'N_opt':>11}   95% interval")
+        for b in res["budgets"]:
+            if b["used"]:
+                iv = (f"[{b['n_opt_lo']:.3g}, {b['n_opt_hi']:.3g}]" if b["n_opt_lo"] == b["n_opt_lo"] else "")
+                lines.append(f"  {b['flops']:>10.3g} {b['n_points']:>6} {b['n_opt']:>11.3g}   {iv}")
+            else:
+                lines.append(f"  {b['flops']:>10.3g} {b['n_points']:>6} {'-':>11}   dropped: {b['note']}")
+        e = res["exponent"]
+        if e["status"] != "ok":
+            lines.append(f"  a: not fitted ({e['n_budgets']} usable budgets, needs 2); status {e['status']}")
+            continue
+        ci = (f"95% interval [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"][0] == e["ci"][0]
+              else "no interval from 2 budgets")
+        fit_kind = "WLS, weights 1/var(log N_opt)" if e["weighted"] else "unweighted least squares"
+        lines.append(f"  a = {e['a']:.3f}, {ci}; N_opt = {e['coef']:.3g}·C^a; "
+                     f"{e['n_budgets']} of {res['n_budgets']} budgets, {fit_kind}; status {e['status']}")
+    return "\n".join(lines)
