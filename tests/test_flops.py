@@ -120,3 +120,25 @@ def test_conventions_nest_for_every_shape(shape):
     f = flops_per_token(**shape)
     assert (f.kaplan, f.standard) == (6 * p.non_embedding, 6 * p.standard)
     assert f.with_attention == f.standard + 6 * S * w * L
+
+
+@pytest.mark.parametrize("name, peak", [
+    # as torch.cuda.get_device_name() reports them (sweep.py stores them prefixed with "cuda:")
+    ("NVIDIA L4", 121e12),
+    ("NVIDIA L40", 181e12),            # a substring match read this as an L4
+    ("NVIDIA L40S", 362e12),
+    ("cuda:NVIDIA L40S", 362e12),
+    ("NVIDIA H100 80GB HBM3", 989e12),
+    ("NVIDIA H100 PCIe", 756e12),      # the PCIe card runs slower clocks than the SXM part
+    ("NVIDIA H200", 989e12),
+    ("NVIDIA A100-SXM4-80GB", 312e12),
+    ("NVIDIA A100 80GB PCIe", 312e12),
+    ("NVIDIA A10", 125e12),
+    ("NVIDIA A10G", None),             # a different chip from the A10: unknown, not misread
+    ("NVIDIA GeForce RTX 4090", None),
+    ("cpu", None),
+])
+def test_gpu_peak_matches_whole_model_names(name, peak):
+    from scalinglab.flops import gpu_peak
+
+    assert gpu_peak(name) == peak

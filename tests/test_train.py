@@ -10,22 +10,34 @@ from scalinglab.train import TrainConfig, get_batch, lr_at, resolve_device, trai
 
 def test_cosine_schedule_warms_up_peaks_and_decays_to_the_floor():
     cfg = TrainConfig(lr=1e-3, warmup_tokens=1000, total_tokens=11000, schedule="cosine", min_lr_ratio=0.1)
-    warm = [lr_at(t, cfg) for t in range(0, 1000, 50)]
+    warm = [lr_at(t, cfg, 50) for t in range(0, 1000, 50)]       # 20 warmup steps of 50 tokens
     assert all(b > a for a, b in zip(warm, warm[1:]))            # linear warmup rises
-    assert warm[0] < 0.01 * cfg.lr
-    assert lr_at(1000, cfg) == pytest.approx(1e-3)                # the peak at the end of warmup
-    assert lr_at(6000, cfg) == pytest.approx(0.55e-3)             # half-way: mean of peak and floor
-    decay = [lr_at(t, cfg) for t in range(1000, 11001, 500)]
+    assert lr_at(1000, cfg, 50) == pytest.approx(1e-3)            # the peak at the end of warmup
+    assert lr_at(6000, cfg, 50) == pytest.approx(0.55e-3)         # half-way: mean of peak and floor
+    decay = [lr_at(t, cfg, 50) for t in range(1000, 11001, 500)]
     assert all(b < a for a, b in zip(decay, decay[1:]))
-    assert lr_at(11000, cfg) == pytest.approx(1e-4)               # ends on the floor...
-    assert lr_at(50000, cfg) == pytest.approx(1e-4)               # ...and stays there
+    assert lr_at(11000, cfg, 50) == pytest.approx(1e-4)           # ends on the floor...
+    assert lr_at(50000, cfg, 50) == pytest.approx(1e-4)           # ...and stays there
+
+
+def test_warmup_steps_follow_nanogpt():
+    # nanoGPT (Karpathy's build-nanogpt) warms up as lr·(it+1)/warmup_iters at step it: the first step
+    # already learns and the last warmup step is at the peak. This test used to pin the first step
+    # below 1% of the peak, because the "+1" was counted in tokens, not steps: step 0 got
+    # lr/warmup_tokens, ~0, and was wasted (with Kaplan's 150k-token warmup, 1/150,000 of the peak).
+    cfg = TrainConfig(lr=1e-3, warmup_tokens=1000, total_tokens=11000, schedule="cosine")
+    for tps, steps in ((50, 20), (100, 10), (1000, 1)):
+        assert [lr_at(it * tps, cfg, tps) for it in range(steps)] == pytest.approx(
+            [cfg.lr * (it + 1) / steps for it in range(steps)])
+    # a warmup that is not a whole number of steps still ends on the peak, never above it
+    assert lr_at(960, cfg, 64) == cfg.lr and lr_at(896, cfg, 64) == pytest.approx(cfg.lr * 960 / 1000)
 
 
 def test_constant_schedule_after_warmup():
     cfg = TrainConfig(lr=2e-3, warmup_tokens=500, schedule="constant", total_tokens=1000)
-    assert lr_at(250, cfg) == pytest.approx(2e-3 * 251 / 500)
-    assert {lr_at(t, cfg) for t in (500, 1000, 10**9)} == {2e-3}
-    assert lr_at(0, TrainConfig(lr=1e-3, warmup_tokens=0, schedule="constant")) == 1e-3
+    assert lr_at(250, cfg, 10) == pytest.approx(2e-3 * 260 / 500)
+    assert {lr_at(t, cfg, 10) for t in (500, 1000, 10**9)} == {2e-3}
+    assert lr_at(0, TrainConfig(lr=1e-3, warmup_tokens=0, schedule="constant"), 10) == 1e-3
     with pytest.raises(ValueError, match="schedule"):
         TrainConfig(schedule="linear")
 
@@ -52,6 +64,14 @@ def _cfg(**kw):
     return TrainConfig(**{**dict(lr=3e-3, warmup_tokens=256, total_tokens=16 * 8 * 24, batch_size=8,
                                  eval_at_tokens=[16 * 8 * 8, 16 * 8 * 16], eval_tokens=512, device="cpu",
                                  checkpoint_every_s=0.0), **kw})
+
+
+def test_the_first_step_trains_at_the_first_warmup_rate():
+    torch.set_num_threads(1)
+    tr, va = _markov_tokens(20_000), _markov_tokens(2_000, seed=1)
+    # 128 tokens a step, 512 warmup tokens = 4 warmup steps; the row at step 1 logs step 0's rate
+    res = train(TINY, _cfg(warmup_tokens=512, total_tokens=128 * 2, eval_at_tokens=[128]), tr, va)
+    assert res.curve[0]["step"] == 1 and res.curve[0]["lr"] == pytest.approx(3e-3 / 4)
 
 
 def test_training_is_deterministic_and_resumes_bit_identically(tmp_path):

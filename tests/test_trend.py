@@ -70,3 +70,14 @@ def test_groups_and_bad_input():
         classify_groups(df, "x", "acc2", "n")
     with pytest.raises(UserError, match="column 'fam' is not numeric"):
         classify_groups(df, "x", "fam", "n")
+
+
+def test_rows_without_a_group_are_a_group_of_their_own():
+    # Two families plus four rows whose family was left empty (NaN from read_csv, "" or spaces by hand).
+    df = pd.DataFrame(dict(fam=["a"] * 7 + ["b"] * 7 + [None, "", "  ", np.nan],
+                           x=np.r_[X, X, X[:4]], acc=np.r_[0.6 - 0.08 * Z, 0.5 + 0.1 * Z, 0.5, 0.5, 0.5, 0.5], n=N))
+    results = classify_groups(df, "x", "acc", "n", "fam")
+    # every row is accounted for: pandas' groupby alone would drop the four
+    assert sum(r.n_points for r in results) == len(df)
+    assert [r.group for r in results] == ["a", "b", "(blank)"]
+    assert results[-1].n_points == 4 and results[-1].trend == "flat"

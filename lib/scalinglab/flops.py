@@ -45,6 +45,7 @@ sum over a context of seq_len, Kaplan's 2·n_layer·n_ctx·d_attn forward term).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from scalinglab.errors import UserError
@@ -134,10 +135,29 @@ def step_at(tokens: int, tokens_per_step: int) -> int:
     return max(1, round(tokens / tokens_per_step))
 
 
-# Dense bf16 tensor-core peaks (no sparsity) in FLOP/s, by a substring of torch.cuda.get_device_name().
-PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12}
+# Dense bf16 tensor-core peaks (no sparsity) in FLOP/s, from NVIDIA's datasheets (which print the
+# sparse figure, twice these), keyed by model as torch.cuda.get_device_name() spells it. A key of
+# several words is a variant and wins over its shorter prefix ("H100 PCIe" over "H100").
+PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "H100 PCIe": 756e12, "A100": 312e12, "L40S": 362e12,
+             "L40": 181e12, "L4": 121e12, "A10": 125e12}
+
+
+def _model_tokens(name: str) -> list[str]:
+    """'cuda:NVIDIA A100-SXM4-80GB' -> ['CUDA', 'NVIDIA', 'A100', 'SXM4', '80GB']."""
+    return re.findall(r"[A-Z0-9]+", name.upper())
 
 
 def gpu_peak(name: str) -> float | None:
-    """The GPU's dense bf16 peak, or None when unknown (MFU is then not reported)."""
-    return next((v for k, v in PEAK_BF16.items() if k in name), None)
+    """The GPU's dense bf16 peak, or None when unknown (MFU is then not reported).
+
+    Model names are compared whole, word by word: a substring match would read "NVIDIA L40" as
+    an L4 and "NVIDIA A10G" as an A10, and report a utilisation off by the ratio of their peaks.
+    """
+    words = _model_tokens(name)
+    best = None
+    for key, peak in PEAK_BF16.items():
+        k = _model_tokens(key)
+        hit = any(words[i:i + len(k)] == k for i in range(len(words) - len(k) + 1))
+        if hit and (best is None or len(k) > best[0]):
+            best = (len(k), peak)
+    return best[1] if best else None

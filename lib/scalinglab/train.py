@@ -72,10 +72,15 @@ class TrainResult:
     tokens_per_s: float
 
 
-def lr_at(tokens_seen: int, cfg: TrainConfig) -> float:
-    """The learning rate after ``tokens_seen`` training tokens."""
+def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
+    """The learning rate of the step that starts after ``tokens_seen`` tokens and trains on ``tokens_per_step``.
+
+    Warmup is linear in the tokens seen by the end of the step, nanoGPT's lr·(it+1)/warmup_iters in
+    tokens: the first step already learns (lr/warmup_steps, not ~0) and the last warmup step is at the
+    peak. Counting "+1" in tokens instead of steps made step 0 a wasted step at lr/warmup_tokens.
+    """
     if cfg.warmup_tokens and tokens_seen < cfg.warmup_tokens:
-        return cfg.lr * (tokens_seen + 1) / cfg.warmup_tokens
+        return cfg.lr * min(tokens_seen + tokens_per_step, cfg.warmup_tokens) / cfg.warmup_tokens
     if cfg.schedule == "constant":
         return cfg.lr
     span = max(cfg.total_tokens - cfg.warmup_tokens, 1)
@@ -168,7 +173,7 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
     model.train()
     t0, last_save = time.perf_counter() - elapsed, time.perf_counter()
     while step < total_steps:
-        lr = lr_at(step * tokens_per_step, cfg)
+        lr = lr_at(step * tokens_per_step, cfg, tokens_per_step)
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_tokens, cfg.batch_size, model_cfg.seq_len, step, cfg.seed)

@@ -36,6 +36,7 @@ import numpy as np
 from scalinglab.errors import UserError
 
 TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "flat")
+BLANK_GROUP = "(blank)"  # the group of rows whose group column is empty
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,10 @@ def _two_lines(y, n, z, vertex, scale, df_resid):
 
 def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
                     opts: TrendOptions = TrendOptions(), source: str = "table") -> list[TrendResult]:
-    """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``)."""
+    """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``).
+
+    Rows whose group is empty or blank form one more group, ``BLANK_GROUP``.
+    """
     for col in (x_col, y_col, n_col, group_col):
         if col is not None and col not in df.columns:
             raise UserError(f"{source}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
@@ -174,5 +178,13 @@ def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | Non
         if len(bad):
             raise UserError(f"{source}: column {col!r} is not numeric (row {bad.index[0]}: {bad.iloc[0]!r})")
         df = df.assign(**{col: values})
-    groups = df.groupby(group_col, sort=True) if group_col else [("all", df)]
+    if group_col:
+        # Rows with no group value are a group of their own, listed last, never dropped: pandas'
+        # groupby would silently leave them out, and a reader would not know rows were missing.
+        labels = df[group_col]
+        blank = labels.isna() | labels.map(lambda v: isinstance(v, str) and not v.strip())
+        df = df.assign(**{group_col: labels.mask(blank)})
+        groups = [(BLANK_GROUP if pd.isna(k) else k, g) for k, g in df.groupby(group_col, sort=True, dropna=False)]
+    else:
+        groups = [("all", df)]
     return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts) for k, g in groups]
