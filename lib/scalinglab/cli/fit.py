@@ -29,6 +29,16 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=0, metavar="K",
                    help="K row-resampling bootstrap fits for standard errors and 95%% intervals")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--where", action="append", metavar="COND",
+                   help="fit (and predict) only rows matching COND, written COL OP VALUE with OP one of "
+                        "== != < <= > >= ~ (~: contains), e.g. 'dataset==rpj'; repeat to require several")
+    check = p.add_mutually_exclusive_group()
+    check.add_argument("--holdout", action="append", metavar="COND",
+                       help="hold out rows matching COND (e.g. 'tokens>1e11'): fit the rest, then print the "
+                            "held-out runs' predicted vs actual loss; repeat to hold out rows matching any")
+    check.add_argument("--predict", metavar="CSV",
+                       help="fit every (selected) row, then predict the runs of another CSV with the same "
+                            "columns and compare with their losses")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)
 
@@ -75,6 +85,8 @@ def _run(args) -> int:
     import json
     import sys
 
+    import numpy as np
+
     from scalinglab import fit as F
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
@@ -92,17 +104,55 @@ def _run(args) -> int:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
+    cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
+    boot = dict(n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+    check, check_label = None, label
     try:
-        res = F.fit(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=args.drop_highest,
-                    n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+        if not (args.where or args.holdout or args.predict):
+            res = F.fit(table, drop_highest=args.drop_highest, **cols, **boot)
+        else:
+            from scalinglab import holdout as H
+
+            if args.holdout:
+                check = H.holdout(table, args.holdout, **cols, select=args.where, drop_highest=args.drop_highest,
+                                  **boot)
+                res = check.fit
+            else:
+                rows = np.flatnonzero(H.where(table, args.where))
+                if not rows.size:
+                    raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+                N, D, L, names = H.runs_at(table, rows, **cols)
+                keep = F.keep_below_highest(L, args.drop_highest)
+                res = F.fit_arrays(N[keep], D[keep], L[keep], names=names, **boot)
     except UserError as exc:  # name the file or dataset the bad column or value came from
         raise UserError(f"{label}: {exc}") from None
+    if args.predict:
+        check_label = args.predict
+        try:
+            other = _read_csv(args.predict)
+            rows = np.flatnonzero(H.where(other, args.where))
+            if not rows.size:
+                raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+            check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows)
+        except UserError as exc:
+            raise UserError(f"{args.predict}: {exc}") from None
+    predictions = getattr(check, "heldout", check)
     if args.json:
         out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
+        if args.where:
+            out["where"] = list(args.where)
+        if args.holdout:
+            out["holdout"] = check.to_dict()
+        elif args.predict:
+            out["predict"] = {"source": args.predict, **predictions.to_dict()}
         # NaN (an SE from under two replicates) becomes null: bare NaN is not JSON.
         print(json.dumps(_jsonable(out), indent=2, allow_nan=False))
     else:
         print(_table(res, label, args.drop_highest))
+        if predictions is not None:
+            what = (f"held out ({' or '.join(args.holdout)})" if args.holdout else f"predicted from {check_label}")
+            print()
+            print(_predictions_table(predictions, what, res.n_rows))
     return 0
 
 
@@ -125,4 +175,24 @@ def _table(res, label: str, dropped: int) -> str:
         lines.append(row)
     lines.append("")
     lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
+    return "\n".join(lines)
+
+
+def _predictions_table(pred, what: str, n_fit: int) -> str:
+    interval = pred.has_interval
+    lines = [f"{len(pred.rows)} runs {what}; the law was fitted on {n_fit}",
+             f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
+             + (f"   {round(pred.level * 100):d}% interval" if interval else "")]
+    for i in range(len(pred.rows)):
+        row = (f"{pred.rows[i]:>5d}{pred.N[i]:>12.4g}{pred.D[i]:>12.4g}{pred.actual[i]:>10.4f}"
+               f"{pred.predicted[i]:>11.4f}{pred.rel_error[i]:>+10.2%}")
+        if interval:
+            row += f"   [{pred.lower[i]:.4f}, {pred.upper[i]:.4f}]" + ("" if pred.inside[i] else "  outside")
+        lines.append(row)
+    s = pred.summary()
+    tail = (f"|rel err|: mean {s['mean_abs_rel_error']:.2%}, median {s['median_abs_rel_error']:.2%}, "
+            f"max {s['max_abs_rel_error']:.2%} (row {s['worst_row']})")
+    if interval:
+        tail += f"; {s['n_inside_interval']} of {s['n']} inside their interval (parameter uncertainty only)"
+    lines += ["", tail, "rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
     return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Held-out checks: a fitted law predicts runs it did not see, and the check can fail."""
+
+import numpy as np
+import pytest
+
+from scalinglab import holdout as H
+from scalinglab.errors import UserError
+from scalinglab.fit import ScalingLaw
+
+TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
+
+
+def design():
+    """Five sizes at 5 to 160 tokens per parameter, plus a 2B model: Gadre et al.'s shape of grid."""
+    N = np.repeat(np.logspace(7, 8.6, 5), 6)
+    D = N * np.tile([5.0, 10, 20, 40, 80, 160], 5)
+    N, D = np.r_[N, 2e9, 2e9], np.r_[D, 4e10, 3.2e11]
+    return N, D, (D / N > 20) | (N > 1e9)  # held out: over-trained runs and the larger model
+
+
+def test_noise_free_law_predicts_held_out_rows_exactly():
+    N, D, held = design()
+    res = H.holdout({"N": N, "D": D, "loss": TRUE.loss(N, D)}, held)
+    assert res.fit.status == "converged" and len(res.train_rows) == (~held).sum()
+    assert list(res.heldout.rows) == list(np.flatnonzero(held))
+    # The fit recovers the law to the solver's tolerance, so its predictions do too, even 8× beyond in D.
+    assert np.max(np.abs(res.heldout.rel_error)) < 1e-6
+    assert not res.heldout.has_interval and "n_inside_interval" not in res.summary()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_noisy_law_predicts_held_out_rows_within_tolerance(seed):
+    N, D, held = design()
+    truth = TRUE.loss(N, D)
+    loss = truth * np.exp(np.random.default_rng(seed).normal(0, 0.005, len(N)))  # 0.5% run-to-run noise
+    res = H.holdout({"N": N, "D": D, "loss": loss}, held, n_boot=200, seed=seed)
+    h = res.heldout
+    off = np.abs(h.predicted - truth[held]) / truth[held]
+    # 15 runs with 0.5% noise pin the law well enough that extrapolating 8× in D or 5× in N costs
+    # about 1% (0.7% median, 1.5% worst over 20 seeds when this test was written). 3% leaves room for
+    # other seeds and platforms while staying well below the 12% the wrong-law test below produces.
+    assert off.mean() < 0.03
+    # Against the noisy runs the error adds the 0.4% mean |noise|, and the summary reports that.
+    assert res.summary()["mean_abs_rel_error"] == pytest.approx(np.abs(h.rel_error).mean())
+    # The law is right, so its 95% bootstrap interval should hold the true loss at nearly every row;
+    # below 80% would mean the intervals are too narrow to trust.
+    assert np.mean((truth[held] >= h.lower) & (truth[held] <= h.upper)) >= 0.8
+    assert np.all(h.lower <= h.upper)
+
+
+def test_held_out_rows_from_a_different_law_show_a_large_error():
+    N, D, held = design()
+    # The held-out runs stop improving with data faster (beta 0.25 instead of 0.37): a law fitted to
+    # the short runs cannot know, and the check must say so.
+    other = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.25)
+    loss = np.where(held, other.loss(N, D), TRUE.loss(N, D))
+    res = H.holdout({"N": N, "D": D, "loss": loss}, held, n_boot=50)
+    h = res.heldout
+    # Noise-free training rows: the fit is the truth, so the error is exactly the gap between the laws.
+    expected = (TRUE.loss(h.N, h.D) - other.loss(h.N, h.D)) / other.loss(h.N, h.D)
+    np.testing.assert_allclose(h.rel_error, expected, rtol=1e-5)
+    assert res.summary()["mean_abs_rel_error"] > 0.05 and np.all(h.rel_error < 0)
+    # Every replicate refits the same noise-free runs, so the intervals are points that miss every run.
+    assert res.summary()["n_inside_interval"] == 0
+
+
+def test_conditions_parse_and_select():
+    table = {"dataset": ["rpj", "c4", "rpj", "rw"], "M": ["0.25", "1", "1.0", "32"],
+             "path": ["a/c4_val/x", "a/openlm", "a/c4_val/y", "b"]}
+    assert H.parse_condition(" M >= 1 ") == H.Condition("M", ">=", "1", " M >= 1 ")
+    assert H.parse_condition("dataset=='rpj'").value == "rpj"
+    assert list(H.where(table, ["dataset==rpj", "M==1"])) == [False, False, True, False]  # 1 == 1.0
+    assert list(H.where(table, "dataset!=rpj")) == [False, True, False, True]
+    assert list(H.where(table, "path~c4_val")) == [True, False, True, False]
+    assert list(H.any_of(table, ["M>1", "M<0.5"])) == [True, False, False, True]
+    assert list(H.where(table, None)) == [True] * 4
+
+
+@pytest.mark.parametrize("cond, message", [
+    ("M", "expected COL OP VALUE"),
+    (">1", "expected COL OP VALUE"),
+    ("M>", "expected COL OP VALUE"),
+    ("nope>1", "no column 'nope'"),
+    ("M>big", "'big' is not a number"),
+    ("dataset<2", "holds a non-number at row 0: 'rpj'"),
+])
+def test_bad_conditions_are_one_line_user_errors(cond, message):
+    table = {"dataset": ["rpj", "c4"], "M": ["1", "2"]}
+    with pytest.raises(UserError, match=message) as exc:
+        H.where(table, cond)
+    assert "\n" not in str(exc.value)
+
+
+def test_holdout_refuses_empty_splits_and_names_table_rows():
+    N, D, held = design()
+    table = {"N": list(N), "D": list(D), "loss": list(TRUE.loss(N, D))}
+    with pytest.raises(UserError, match="holds out none"):
+        H.holdout(table, "D>1e15")
+    with pytest.raises(UserError, match="leaving none to fit"):
+        H.holdout(table, "D>0")
+    with pytest.raises(UserError, match="matches none"):
+        H.holdout(table, "D>1e10", select="N<0")
+    table["loss"][31] = "nan"  # a held-out row: the message names the table's row, not the held-out part's
+    with pytest.raises(UserError, match="at row 31"):
+        H.holdout(table, held)
+
+
+def test_sweep_training_range_keeps_one_target():
+    N, D, _ = design()
+    M = D / N
+    table = {"N": N, "D": D, "M": M, "loss": TRUE.loss(N, D)}
+    target = (M >= 160) | (N > 1e9)
+    runs = H.sweep_training_range(table, "M", [20, 40, 80], target)
+    assert [len(r.train_rows) for r in runs] == [15, 20, 25]
+    for r in runs:
+        assert list(r.heldout.rows) == list(np.flatnonzero(target))
+        assert np.max(np.abs(r.heldout.rel_error)) < 1e-6
+
+
+# --- Gadre et al. 2024 ------------------------------------------------------
+
+C4_EVAL = "val_data~c4_val"  # the eval set of their Figure 1
+SMALL = "params<1e9"         # the four sizes up to 411M; 1.4B and 6.9B are held out
+
+
+@pytest.fixture(scope="module")
+def gadre():
+    from conftest import mirror_or_skip
+    from scalinglab import data
+
+    mirror_or_skip()
+    return data.load("gadre2024-final-losses")
+
+
+@pytest.mark.parametrize("dataset", ["c4_original", "rpj", "rw_original"])
+def test_gadre_fit_on_m_le_1_underpredicts_over_training(gadre, dataset):
+    """Hoffmann's fit on the M ≤ 1 runs (12: four sizes × M 0.25, 0.5, 1) does not extrapolate in M.
+
+    Gadre et al.'s released notebook predicts the 1.4B, 32×-over-trained RedPajama run with 0.71% error
+    (and the 6.9B with 0.73%), but its fit includes one over-trained run (11M at M = 16) and no M < 1
+    runs. Without any over-trained run the fitted beta is ~0.13, so the law promises far too much from
+    more data: every over-trained run comes out below its actual loss, by more than 7× the paper's error
+    on average at M ≥ 16. This test pins that failure; if a change made it pass at the paper's level,
+    the notebook's story would need rewriting.
+    """
+    res = H.holdout(gadre, ["chinchilla_multiplier>1", "params>1e9"], "params", "tokens", "loss",
+                    select=[f"dataset=={dataset}", C4_EVAL])
+    assert len(res.train_rows) == 12 and res.fit.status == "converged"
+    h = res.heldout
+    M = h.D / (20 * h.N)
+    over = M > 1.5
+    assert np.all(h.rel_error[over] < 0)
+    assert np.abs(h.rel_error[M > 12]).mean() > 7 * 0.0071
+    assert res.fit.beta < 0.2 and res.fit.a < 0.3  # N_opt ∝ C^a far below Chinchilla's ~0.5
+
+
+@pytest.mark.parametrize("dataset", ["c4_original", "rpj", "rw_original"])
+def test_gadre_small_over_trained_runs_fix_the_extrapolation(gadre, dataset):
+    """Add the 11M model's over-trained runs (M 2 to 32, about 2% of the training compute) to M ≤ 1.
+
+    That is Gadre et al.'s design choice (their fit has 11M at M = 16). With it the median error on the
+    other over-trained runs and the 1.4B/6.9B models falls to about 1% (0.9-1.5% when written), next to
+    the paper's 0.7% for its two targets with its own 4-parameter form and 5 runs: we allow 3× that,
+    2%, and require at least a threefold improvement over the M ≤ 1 fit on the same runs.
+    """
+    rows = [f"dataset=={dataset}", C4_EVAL]
+    target = H.any_of(gadre, ["chinchilla_multiplier>1", "params>1e9"])
+    tiny = H.where(gadre, "params<2e7")
+    m_le_1 = H.holdout(gadre, target, "params", "tokens", "loss", select=rows)
+    with_tiny = H.holdout(gadre, target & ~tiny, "params", "tokens", "loss", select=rows)
+    assert len(with_tiny.train_rows) == 17
+    same = np.isin(m_le_1.heldout.rows, with_tiny.heldout.rows)
+    before = np.median(np.abs(m_le_1.heldout.rel_error[same]))
+    after = with_tiny.summary()["median_abs_rel_error"]
+    assert after < 3 * 0.0071
+    assert after < before / 3
