@@ -142,6 +142,20 @@ def test_bootstrap_of_a_fit_on_its_bound_reports_nan_not_a_crash():
     assert all(np.isnan(d["se"][k]) and np.isnan(d["ci"][k]).all() for k in bs.names)
 
 
+def test_bootstrap_keeps_replicates_whose_irreducible_loss_is_zero():
+    """E = 0 is a natural limit, not a failure: replicates there count, and E's interval reaches zero."""
+    N, D, L = isoflop_runs(law=F.ScalingLaw(E=0.0, A=480.0, B=2100.0, alpha=0.35, beta=0.37), noise=0.01,
+                           per_budget=6, seed=2)
+    res = F.fit_arrays(N, D, L, n_boot=200, seed=0)
+    bs = res.bootstrap
+    on_floor = np.isclose(bs.column("E"), np.exp(F.NATURAL_FLOOR[0]), rtol=1e-3)
+    # With E = 0 and 1% noise, a good share of resamples put E on its floor; before the fix, each of
+    # those was dropped as "at a bound" and the interval for E excluded zero.
+    assert on_floor.sum() >= 20
+    assert bs.n_failed <= 10  # only non-converged replicates are dropped
+    assert bs.ci["E"][0] < 1e-6
+
+
 def test_bootstrap_wald_test_accepts_truth_and_rejects_a_wrong_law():
     N, D, L = isoflop_runs(noise=0.005, per_budget=10, seed=1)
     res = F.fit_arrays(N, D, L, n_boot=300, seed=0)

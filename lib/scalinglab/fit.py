@@ -112,7 +112,7 @@ class Bootstrap:
     samples: np.ndarray            # (n_ok, 5) columns PARAMS, converged replicates only
     converged: np.ndarray          # (n_boot,) bool: which resamples those are
     n_boot: int
-    n_failed: int                  # replicates that hit max_iter or a bound (excluded)
+    n_failed: int                  # replicates that hit max_iter or an artificial bound (excluded)
     level: float
     seed: int
 
@@ -413,6 +413,19 @@ def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     return np.minimum(theta - lo, hi - theta) < 1e-6 * (hi - lo)
 
 
+# Lower bounds that stand for a parameter's natural limit: E, A or B at e^-20 ≈ 2e-9 is zero, and an
+# exponent at 0 means no dependence. A replicate there is a real estimate (its data say "none"); one on
+# any other bound (an upper bound, or a floor a caller raised) is an artefact of the box.
+NATURAL_FLOOR = (-20.0, -20.0, -20.0, 0.0, 0.0)
+
+
+def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: coordinates on a bound that is not the parameter's natural floor."""
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    on_natural_floor = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
+    return _bound_flags(theta, opts) & ~on_natural_floor
+
+
 def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
                n_boot: int = 0, seed: int = 0, level: float = 0.95, names=("N", "D", "loss"),
                progress: bool = False) -> FitResult:
@@ -472,8 +485,11 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
 
     A replicate counts when ``batched_solve`` converged (projected gradient
-    < ``gtol``, or steps < ``batch_tol``) off the box; the rest are counted in
-    ``n_failed`` and left out of the SEs and intervals.
+    < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
+    rest are counted in ``n_failed`` and left out of the SEs and intervals.
+    Replicates on a natural floor (E, A or B ≈ 0; an exponent at 0) count:
+    leaving them out would pull the intervals away from zero exactly when
+    the data cannot tell a term from nothing.
     """
     opts = result.options
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
@@ -487,7 +503,7 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
                                   max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol)
         thetas.append(th)
-        oks.append(ok & ~_bound_flags(th, opts).any(axis=1))
+        oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)
     return Bootstrap(samples=_to_params(theta[ok]), converged=ok, n_boot=n_boot, n_failed=int((~ok).sum()),
                      level=level, seed=seed)
