@@ -85,19 +85,19 @@ def test_group_by_fits_each_group_and_keeps_blank_groups(tmp_path, capsys):
     assert ratio == pytest.approx(4, rel=0.05)  # the vertex bias is a common factor; 5% covers its drift
 
 
-def test_flagged_rows_and_only_select_runs(tmp_path, capsys):
+def test_flagged_rows_and_where_select_runs(tmp_path, capsys):
     rows = [dict(r, qc="no", study="x") for r in law_rows(np.geomspace(1e18, 1e21, 5))]
     # an absurdly low loss at the largest size of one budget drags its optimum to the edge
     bad = max((r for r in rows if r["budget"] == 1e18), key=lambda r: r["params"])
     rows.append(dict(bad, final_loss=bad["final_loss"] - 0.5, qc="yes"))
     rows += [dict(r, qc="no", study="y") for r in law_rows([1e19, 1e20])]
     path = write(tmp_path, rows)
-    everything = run_json(capsys, path, *COLS, "--only", "study=x", "--bootstrap", "0")["groups"][0]
-    clean = run_json(capsys, path, *COLS, "--only", "study=x", "--drop-flagged", "qc", "--bootstrap", "0")["groups"][0]
+    everything = run_json(capsys, path, *COLS, "--where", "study==x", "--bootstrap", "0")["groups"][0]
+    clean = run_json(capsys, path, *COLS, "--where", "study==x", "--drop-flagged", "qc", "--bootstrap", "0")["groups"][0]
     assert [d["flops"] for d in everything["dropped"]] == [1e18]  # the outlier costs a budget...
     assert clean["dropped"] == [] and clean["n_flagged"] == 1      # ...which dropping it restores
     assert clean["n_runs"] == everything["n_runs"] - 1 == 35
-    # --only kept study x alone: study y's runs would add two budgets
+    # --where kept study x alone: study y's runs would add two budgets
     assert clean["n_budgets"] == 5
 
 
@@ -114,7 +114,7 @@ def test_epoch_chinchilla_points_agree_with_notebook_01(mirror, capsys):
     iso = data.load("chinchilla-isoflops")
     nb = isoflop.fit_exponent(isoflop.budget_optima(iso, n_col="params", c_col="budget", loss_col="loss",
                                                     method="parabola", n_boot=1000, seed=0))
-    out = athena(capsys, "--only", "source=epochai_chinchilla", "--method", "parabola", "--bootstrap", "1000")
+    out = athena(capsys, "--where", "source==epochai_chinchilla", "--method", "parabola", "--bootstrap", "1000")
     (g,) = out["groups"]
     e = g["exponent"]
     # The transform file's epochai_chinchilla rows are the same 123 points as the extract the notebook
@@ -124,7 +124,7 @@ def test_epoch_chinchilla_points_agree_with_notebook_01(mirror, capsys):
     assert e["ci"] == pytest.approx(list(nb.ci), abs=1e-9)
     assert [d["flops"] for d in g["dropped"]] == [c for c, _ in nb.dropped]
     # Another seed changes only the bootstrap's weights: over seeds 0-5 a moved by < 0.002, so 0.01.
-    other = athena(capsys, "--only", "source=epochai_chinchilla", "--seed", "7")["groups"][0]["exponent"]
+    other = athena(capsys, "--where", "source==epochai_chinchilla", "--seed", "7")["groups"][0]["exponent"]
     assert abs(other["a"] - nb.exponent) < 0.01
     # Consistent with Hoffmann's own Approach 2 (Table 2): each estimate lies in the other's interval.
     hoff, (hlo, hhi) = published.HOFFMANN_A["approach2"]
@@ -194,7 +194,7 @@ GOOD = """N,C,loss
     (GOOD, ["--method", "cubic"], "--method must be one of parabola, spline, not 'cubic'"),
     (GOOD, ["--group-by", "family"], "no --group-by column 'family'"),
     (GOOD, ["--drop-flagged", "loss"], "--drop-flagged column 'loss' should hold true/false"),
-    (GOOD, ["--only", "C=7"], "no row has C in ['7']"),
+    (GOOD, ["--where", "C==7"], "no row matches 'C==7'"),
     ("N,C,loss\n1e8,1e19,3.1\n2e8,1e19,3\n4e8,1e19,3.05\n", [], "give --noise SD"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, content, extra, needle):

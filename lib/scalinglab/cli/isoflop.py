@@ -45,8 +45,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--group-by", metavar="COL,...",
                    help="fit each combination of these columns' values separately (e.g. source,experiment)")
-    p.add_argument("--only", action="append", default=[], metavar="COL=VALUE[,VALUE...]",
-                   help="keep only rows whose COL is one of the values (repeatable; all must hold)")
+    p.add_argument("--where", action="append", default=[], metavar="COND",
+                   help="keep only rows matching COND, 'COL OP VALUE' with OP one of == != < <= > >= ~ "
+                        "(~: contains), as in `scalinglab fit --where` (repeatable; all must hold)")
     p.add_argument("--drop-flagged", action="append", default=[], metavar="COL",
                    help="drop rows whose COL is true (true/yes/1), e.g. a QC outlier flag (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -86,7 +87,7 @@ def _need_column(df, col: str, label: str, what: str) -> None:
 
 
 def _select(df, args, label: str):
-    """(rows --only keeps, which of them --drop-flagged drops): a boolean Series on those rows.
+    """(rows --where keeps, which of them --drop-flagged drops): a boolean Series on those rows.
 
     Flagged rows are dropped per group, so that each group can say how many it lost.
     """
@@ -94,18 +95,18 @@ def _select(df, args, label: str):
 
     from scalinglab.errors import UserError
 
-    for spec in args.only:
-        col, sep, values = spec.partition("=")
-        col = col.strip()
-        if not sep or not col or not values.strip():
-            raise UserError(f"--only needs COL=VALUE[,VALUE...], not {spec!r}")
-        _need_column(df, col, label, "--only")
-        wanted = {v.strip() for v in values.split(",")}
-        keep = df[col].astype(str).str.strip().isin(wanted)
+    from scalinglab import holdout
+
+    for text in args.where:  # one at a time, so that an empty result names the condition that emptied it
+        try:
+            keep = holdout.where(df, text)
+        except UserError as exc:
+            raise UserError(f"{label}: {exc}") from None
         if not keep.any():
+            col = holdout.parse_condition(text).column
             seen = sorted(df[col].astype(str).unique())
             shown = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
-            raise UserError(f"{label}: no row has {col} in {sorted(wanted)} (values: {shown})")
+            raise UserError(f"{label}: no row matches {text!r} ({col} holds: {shown})")
         df = df[keep]
     flagged = pd.Series(False, index=df.index)
     for col in args.drop_flagged:
@@ -209,7 +210,7 @@ def _run(args) -> int:
     out = dict(source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed,
                noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap
                                                                  else None),
-               only=args.only, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
+               where=args.where, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (no interval) -> null
     else:
@@ -241,8 +242,8 @@ def _text(out: dict) -> str:
             if out["bootstrap"] else "no bootstrap")
     lines = [f"{out['source']}: {out['method']} optima, {boot}; N = {out['columns']['n']}, "
              f"C = {out['columns']['c']}, loss = {out['columns']['loss']}"]
-    if out["only"] or out["drop_flagged"]:
-        lines.append("rows: " + "; ".join([f"only {s}" for s in out["only"]]
+    if out["where"] or out["drop_flagged"]:
+        lines.append("rows: " + "; ".join([f"where {s}" for s in out["where"]]
                                           + [f"without rows flagged in {c}" for c in out["drop_flagged"]]))
     for res in out["groups"]:
         lines.append("")
