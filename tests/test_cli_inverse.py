@@ -133,3 +133,22 @@ def test_a_folder_without_a_model_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="could not load Hugging Face model") as err:
         load_lm(f"hf:{tmp_path}")  # an existing, empty local folder: nothing is downloaded
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["HF_HUB_OFFLINE", "hub unreachable"])
+def test_an_uncached_hub_model_offline_fails_fast(monkeypatch, offline):
+    """Before, the hub client retried for ~50 s before its error; now the cache is asked first."""
+    pytest.importorskip("transformers")
+    import time
+
+    from scalinglab import lm_adapters
+    from scalinglab.errors import UserError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1" if offline else "0")
+    monkeypatch.setattr(lm_adapters, "_hub_reachable", lambda timeout=3.0: False)
+    t0 = time.perf_counter()
+    with pytest.raises(UserError, match="'scalinglab-test/no-such-model' is not in the local cache and "
+                       + ("HF_HUB_OFFLINE is set" if offline else "huggingface.co cannot be reached")) as err:
+        lm_adapters.load_lm("hf:scalinglab-test/no-such-model")
+    assert "\n" not in str(err.value)
+    assert time.perf_counter() - t0 < 10  # a cache lookup, not a minute of retries

@@ -21,6 +21,7 @@ all continue from its prompt's cache.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from scalinglab.errors import UserError
@@ -189,12 +190,39 @@ def load_hf(name: str, **kwargs) -> HFCausalLM:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
         raise UserError("Hugging Face models need transformers: pip install 'scalinglab[hf]'") from None
+    def load(**kw):
+        tok = AutoTokenizer.from_pretrained(name, **kw)
+        return tok, AutoModelForCausalLM.from_pretrained(name, dtype="float32", **kw)
+
     try:
-        tok = AutoTokenizer.from_pretrained(name, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype="float32", **kwargs)
+        try:  # a local folder or the local cache answers at once, with no network
+            tok, model = load(local_files_only=True, **kwargs)
+        except OSError:
+            if Path(name).exists():
+                raise
+            # Offline, the hub client retries for about a minute before it gives up: ask first.
+            offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+            if offline or not _hub_reachable():
+                why = "HF_HUB_OFFLINE is set" if offline else f"{HF_HOST} cannot be reached"
+                raise UserError(f"Hugging Face model {name!r} is not in the local cache and {why}; "
+                                "download it on a connected machine or give a local folder") from None
+            tok, model = load(**kwargs)
     except (OSError, ValueError) as exc:  # ValueError: a local folder that holds no usable model or tokenizer
         raise UserError(f"could not load Hugging Face model {name!r}: {str(exc).splitlines()[0]}") from None
     return HFCausalLM(model, tok, name=name)
+
+
+HF_HOST = "huggingface.co"
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((HF_HOST, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def load_lm(spec: str) -> CausalLM:
