@@ -13,7 +13,7 @@ REQUIRED_KEYS = {
     "01_chinchilla_fit": ["fits", "bootstrap", "hoffmann_test", "mean_trap", "corrected", "approach2", "approach1"],
     "02_kaplan_vs_hoffmann": ["pearce_song", "porian_exponents"],
     "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "truthfulqa_family_trends"],
-    "04_extrapolation": ["m_le_1", "paper_targets", "training_range"],
+    "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction"],
 }
 
 
