@@ -126,3 +126,23 @@ def test_cuda_request_without_a_gpu_is_an_error():
     assert resolve_device("auto") == "cpu"
     with pytest.raises(ValueError, match="no GPU"):
         resolve_device("cuda")
+
+
+@pytest.mark.skipif(not (__import__("shutil").which("cc") or __import__("shutil").which("gcc")),
+                    reason="torch.compile's CPU backend needs a C compiler")
+def test_compiled_training_matches_eager():
+    """The torch.compile path, which the GPU profiles take, trains the same model as eager.
+
+    Run on CPU so that CI exercises it without a GPU (about 30 s here, most of it compiling).
+    Inductor may fuse and reorder float ops, so the losses are compared to 1e-4, far inside the
+    ~0.1 that separates successive evaluations of a training run.
+    """
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 256, 100_000).astype(np.uint16)
+    model = GPTConfig(vocab_size=256, seq_len=32, width=32, depth=2, head_dim=8)
+    losses = {}
+    for compile_ in (False, True):
+        cfg = TrainConfig(total_tokens=32 * 8 * 30, batch_size=8, lr=3e-3, warmup_tokens=256, compile=compile_,
+                          eval_at_tokens=(32 * 8 * 30,), eval_tokens=1024)
+        losses[compile_] = train(model, cfg, tokens, tokens[:5000]).final_loss
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)
