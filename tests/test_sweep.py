@@ -173,6 +173,18 @@ def test_submitit_launcher_records_results_from_its_jobs(cache, tmp_path):
     assert set(_finished(db)) == set(seen)
 
 
+def test_concurrent_workers_record_the_same_runs_as_one_at_a_time(cache, tmp_path):
+    """The GPU profiles run several tiny models at once (--workers): same results, each recorded once."""
+    serial, pooled = tmp_path / "serial.db", tmp_path / "pooled.db"
+    sweep.run_sweep("hoffmann", "smoke", serial, max_runs=3, progress=False)
+    counts = sweep.run_sweep("hoffmann", "smoke", pooled, max_runs=3, workers=2, progress=False)
+    assert counts["finished"] == 3
+    a, b = _finished(serial), _finished(pooled)
+    assert set(a) == set(b)
+    # Training on CPU is deterministic for a seed, whichever process runs it.
+    assert {k: v[0] for k, v in a.items()} == {k: v[0] for k, v in b.items()}
+
+
 def test_submitit_records_the_other_runs_when_one_job_fails(cache, tmp_path):
     """A failed job is reported by run id once the rest are recorded; it stays pending for a rerun."""
     pytest.importorskip("submitit")
