@@ -256,14 +256,11 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     training rows only: held-out runs are never edited.
     """
     n = _n_rows(table)
-    keep = np.asarray(select, bool) if _is_mask(select) else where(table, select)
-    out = np.asarray(held_out, bool) if _is_mask(held_out) else any_of(table, held_out)
-    if keep.shape != (n,) or out.shape != (n,):
-        raise ValueError(f"masks must have one entry per row ({n})")
-    texts = tuple(str(c) for c in _conditions(held_out)) if not _is_mask(held_out) else ()
+    keep, out = rows_mask(table, select), rows_mask(table, held_out, match="any")
+    texts = tuple(str(c) for c in _conditions(held_out)) if not is_mask(held_out) else ()
     what = " or ".join(map(repr, texts)) or "the hold-out mask"
     if not keep.any():
-        chosen = "the selection mask" if _is_mask(select) else " and ".join(repr(str(c)) for c in _conditions(select))
+        chosen = "the selection mask" if is_mask(select) else " and ".join(repr(str(c)) for c in _conditions(select))
         raise UserError(f"{chosen} matches none of the {n} rows")
     test_rows, train_rows = np.flatnonzero(keep & out), np.flatnonzero(keep & ~out)
     if not test_rows.size:
@@ -279,8 +276,22 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
                          conditions=texts)
 
 
-def _is_mask(x) -> bool:
+def is_mask(x) -> bool:
     return x is not None and not isinstance(x, (str, Condition)) and np.asarray(x).dtype == bool
+
+
+def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
+    """A boolean mask over the table's rows from ``rows``: a boolean mask (checked for length),
+    conditions (a row must match all of them, or any with ``match="any"``), or None (every row)."""
+    n = _n_rows(table)
+    if is_mask(rows):
+        mask = np.asarray(rows, bool)
+        if mask.shape != (n,):
+            raise UserError(f"the mask has {mask.size} entries; the table has {n} rows")
+        return mask
+    if rows is None:
+        return np.ones(n, bool)
+    return any_of(table, rows) if match == "any" else where(table, rows)
 
 
 def sweep_training_range(table, column: str, limits: Sequence[float], target, n_col: str = "N",
@@ -291,9 +302,7 @@ def sweep_training_range(table, column: str, limits: Sequence[float], target, n_
     The target rows stay the same across limits, so the errors compare: how
     much of the extrapolated range must the training runs cover?
     """
-    keep = np.ones(_n_rows(table), bool) if select is None else (
-        np.asarray(select, bool) if _is_mask(select) else where(table, select))
-    tgt = np.asarray(target, bool) if _is_mask(target) else any_of(table, target)
+    keep, tgt = rows_mask(table, select), rows_mask(table, target, match="any")
     out = []
     for m in limits:
         beyond = ~where(table, Condition(column, "<=", repr(float(m)), f"{column}<={m:g}"))

@@ -149,7 +149,7 @@ def _their_form(x, k_N, k_D, p, E):
 
 def matching_any_group(table, groups) -> np.ndarray:
     """Rows matching every condition of at least one group: (c1 AND c2) OR (c3 AND c4) ..."""
-    mask = ~H.where(table, None)
+    mask = ~H.rows_mask(table, None)
     for group in groups:
         mask |= H.where(table, group)
     return mask
@@ -157,21 +157,14 @@ def matching_any_group(table, groups) -> np.ndarray:
 
 def _selected(table, rows, what: str) -> np.ndarray:
     """Row numbers from a boolean mask, conditions (ANDed, ``holdout.where``) or None (all rows)."""
-    everything = H.where(table, None)
-    n = everything.size
-    is_mask = rows is not None and not isinstance(rows, (str, H.Condition)) and np.asarray(rows).dtype == bool
-    if rows is None:
-        mask = everything
-    elif is_mask:
-        mask = np.asarray(rows, bool)
-        if mask.shape != (n,):
-            raise UserError(f"{what}: the mask has {mask.size} entries; the table has {n} rows")
-    else:
-        mask = H.where(table, rows)
+    try:
+        mask = H.rows_mask(table, rows)
+    except UserError as exc:
+        raise UserError(f"{what}: {exc}") from None
     if not mask.any():
         conds = [rows] if isinstance(rows, (str, H.Condition)) else list(rows)
-        chosen = "the mask" if is_mask else " and ".join(repr(str(c)) for c in conds)
-        raise UserError(f"{what}: {chosen} matches none of the {n} rows")
+        chosen = "the mask" if H.is_mask(rows) else " and ".join(repr(str(c)) for c in conds)
+        raise UserError(f"{what}: {chosen} matches none of the {mask.size} rows")
     return np.flatnonzero(mask)
 
 
