@@ -142,3 +142,14 @@ def test_sweep_loss_curves_feed_the_envelope(tmp_path):
     assert fit.n_runs == curves["run_id"].nunique() and fit.status in ("ok", "too_few_points", "single_size")
     with pytest.raises(UserError, match="no such sweep database"):
         sweep.loss_curves(tmp_path / "none.db")
+
+
+def test_bootstrap_rows_name_their_resample():
+    curves = synthetic_curves(0.34, 0.28, n_sizes=5)
+    for method in E.METHODS:
+        fit = E.fit_envelope(curves, E.EnvelopeOptions(method=method, n_boot=80, seed=3), flops_col=None)
+        # One index per kept row, increasing, skipping exactly the failed resamples.
+        assert len(fit.boot_draw) == len(fit.boot) == 80 - fit.n_boot_failed
+        assert np.all(np.diff(fit.boot_draw) > 0) and fit.boot_draw.max() < 80
+        # With 5 runs some resamples keep a single size and fail, so the indices must have gaps.
+        assert fit.n_boot_failed > 0

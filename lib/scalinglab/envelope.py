@@ -272,6 +272,9 @@ class EnvelopeFit:
     n_boot: int = 0
     n_boot_failed: int = 0          # resamples with fewer than 2 sizes among their optima
     boot: np.ndarray = field(default_factory=lambda: np.empty((0, 2)), repr=False, compare=False)
+    # Which resample (0 … n_boot-1) each row of ``boot`` came from: with the same runs and seed,
+    # resample i draws the same runs in any fit, so two fits' rows can be paired (pearce_song does).
+    boot_draw: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
     points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
 
     def n_opt(self, flops):
@@ -329,7 +332,7 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
     status, (a, ka, b, kb), used = _fit_points(points, options.drop_edges)
     points = points.assign(used=used.to_numpy())
 
-    boot, failed = _bootstrap(curves, runs, options, losses if options.method == "grid" else None,
+    boot, draws, failed = _bootstrap(curves, runs, options, losses if options.method == "grid" else None,
                               log_c if options.method == "grid" else None)
     half = (1 - options.level) / 2
     ci = d_ci = (np.nan, np.nan)
@@ -341,19 +344,19 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
                        method=options.method, status=status, n_points=int(len(fitted)),
                        n_edge=int(points["edge"].sum()), n_sizes=int(fitted["n"].nunique()),
                        n_runs=len(runs.names), level=options.level, n_boot=options.n_boot, n_boot_failed=failed,
-                       boot=boot, points=points)
+                       boot=boot, boot_draw=draws, points=points)
 
 
 def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, losses: np.ndarray | None,
-               log_c: np.ndarray | None) -> tuple[np.ndarray, int]:
-    """(B, 2) exponents (a, b) refitted on resamples of the runs, and the number of failed resamples."""
+               log_c: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(B, 2) exponents (a, b) refitted on resamples of the runs, each one's resample index, the failures."""
     if options.n_boot <= 0:
-        return np.empty((0, 2)), 0
+        return np.empty((0, 2)), np.empty(0, dtype=int), 0
     rng = np.random.default_rng(options.seed)
     n_runs = len(runs.names)
-    out, failed = [], 0
+    out, draws, failed = [], [], 0
     cols = np.arange(len(log_c)) if log_c is not None else None
-    for _ in range(options.n_boot):
+    for draw in range(options.n_boot):
         subset = np.zeros(n_runs, dtype=bool)
         subset[rng.integers(0, n_runs, n_runs)] = True  # a run drawn twice adds nothing to a minimum
         if options.method == "grid":
@@ -372,4 +375,5 @@ def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, loss
             failed += 1
             continue
         out.append((a, b))
-    return np.array(out).reshape(-1, 2), failed
+        draws.append(draw)
+    return np.array(out).reshape(-1, 2), np.array(draws, dtype=int), failed

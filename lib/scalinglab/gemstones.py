@@ -71,6 +71,19 @@ def param_count(width, depth, vocab: int = VOCAB):
     return 2 * vocab * w + w + d * per_layer
 
 
+def non_embedding_params(width, depth, vocab: int = VOCAB):
+    """Kaplan's N for a Gemstone: :func:`param_count` less the token embedding and the output head.
+
+    The convention of :func:`scalinglab.flops.count_params` (``non_embedding``): every
+    layer and the final norm, no vocabulary matrix. Gemstones use RoPE, so there is no
+    positional embedding to remove; the head is untied, so there are two vocab × width
+    matrices. The share removed runs from 8% (width 1536, depth 50) to 74% (width 768,
+    depth 3): in this suite it depends on the shape more than on the size.
+    """
+    w = np.asarray(width, dtype=float)
+    return param_count(width, depth, vocab) - 2 * vocab * w
+
+
 def flops_per_token(width, depth, vocab: int = VOCAB, seq_len: int = SEQ_LEN):
     """Training FLOPs per token under the Gemstones authors' accounting (forward + backward).
 
@@ -99,11 +112,12 @@ def flops_per_token(width, depth, vocab: int = VOCAB, seq_len: int = SEQ_LEN):
 
 
 def curves(name: str = "gemstones-hot", flops: str = "authors") -> pd.DataFrame:
-    """One Gemstones table as training curves: run, n, width, depth, step, tokens, flops, loss.
+    """One Gemstones table as training curves: run, n, n_ne, width, depth, step, tokens, flops, loss.
 
-    ``flops="authors"`` counts compute as the authors do (:func:`flops_per_token`
-    times tokens); ``flops="6N"`` as 6·N·D with their N. The LR ablation's
-    ``cooler_`` prefix is dropped so that runs keep the main suite's names.
+    n is the authors' N (``params_active_precise``), n_ne Kaplan's
+    (:func:`non_embedding_params`). ``flops="authors"`` counts compute as the authors
+    do (:func:`flops_per_token` times tokens); ``flops="6N"`` as 6·N·D with their N.
+    The LR ablation's ``cooler_`` prefix is dropped so that runs keep the main suite's names.
     """
     from scalinglab import data
 
@@ -120,7 +134,9 @@ def curves(name: str = "gemstones-hot", flops: str = "authors") -> pd.DataFrame:
     out = pd.DataFrame({
         "run": raw["run_name"].str.replace("cooler_", "", regex=False).str.replace("PyGemma-", "", regex=False)
         .str.replace("_pretrain", "", regex=False).to_numpy(),
-        "n": n, "width": raw["width"].to_numpy(), "depth": raw["depth"].to_numpy(),
+        # Kaplan's N from the released count, less the two vocabulary matrices (non_embedding_params).
+        "n": n, "n_ne": n - 2 * VOCAB * raw["width"].to_numpy(float),
+        "width": raw["width"].to_numpy(), "depth": raw["depth"].to_numpy(),
         "step": raw["step"].to_numpy(), "tokens": tokens, "flops": per_token * tokens,
         "loss": raw["final_loss"].to_numpy(float),
     })

@@ -12,11 +12,17 @@ N_T = N_E + 47491·N_E^(1/3) is their fit to Chinchilla's model shapes
 script, we sweep a grid of model sizes, pick at each budget the size with the
 lowest loss (D = C/(6N) in the convention being simulated) and fit log N*
 against log C by least squares.
+
+The second half measures the same thing on real runs: fit them under total N and
+under Kaplan's counting (:func:`envelope_shift` for Approach 1, :func:`law_shift`
+for Approach 3), with a paired bootstrap interval on the shift, and
+:func:`on_law` puts the Chinchilla law's losses on the same design, so that the
+simulation and the measurement share sizes, checkpoints and procedure.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -66,3 +72,118 @@ def simulate(law: ScalingLaw, n_sizes: int = 20, n_budgets: int = 100) -> Pearce
     return PearceSongResult(exponent_nonembedding=slopes["non_embedding"],
                             exponent_total=slopes["total"], asymptotic=law.a,
                             frontier=pd.concat(rows, ignore_index=True))
+
+
+# --- the same question on real runs -------------------------------------------------------------
+#
+# Pearce & Song simulate; with training runs one can measure. Fit the same runs twice, once with
+# total N (and the compute the study counted) and once Kaplan's way (non-embedding N, C = 6·N·D),
+# and take the difference of the exponents. Both fits are bootstrapped over the same resamples, so
+# the shift gets a paired interval: most of what moves one exponent (which sizes happened to be
+# trained) moves the other with it, and the shift is much better determined than either exponent.
+
+
+@dataclass(frozen=True)
+class CountingShift:
+    """N_opt ∝ C^a fitted under total and Kaplan's counting, and the shift a_kaplan − a_total."""
+
+    total: float
+    total_ci: tuple[float, float]
+    kaplan: float
+    kaplan_ci: tuple[float, float]
+    shift: float
+    shift_ci: tuple[float, float]    # paired bootstrap: resample i of one fit against resample i of the other
+    status: str = "ok"               # ok, or the first failing fit's status
+    n_paired: int = 0                # resamples that succeeded under both countings
+    level: float = 0.95
+    # 1 − N_ne/N at the two ends of what was fitted (envelope: the total fit's first and last
+    # optimum; law: the smallest and largest model). Relabelling N alone moves the slope by
+    # the fall of log(1 − share) over the range of log C, which is Pearce & Song's mechanism.
+    embedding_share: tuple[float, float] = (np.nan, np.nan)
+    fits: tuple = field(default=(), repr=False, compare=False)   # (total fit, Kaplan fit)
+
+    def row(self) -> dict:
+        return {"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
+                "a Kaplan": self.kaplan, "Kaplan lo": self.kaplan_ci[0], "Kaplan hi": self.kaplan_ci[1],
+                "shift": self.shift, "shift lo": self.shift_ci[0], "shift hi": self.shift_ci[1],
+                "paired": self.n_paired, "share first": self.embedding_share[0],
+                "share last": self.embedding_share[1], "status": self.status}
+
+
+def _paired_interval(x: np.ndarray, x_draw: np.ndarray, y: np.ndarray, y_draw: np.ndarray,
+                     level: float) -> tuple[tuple[float, float], int]:
+    """Interval of y − x over the resamples both succeeded on (matched by resample index)."""
+    common, ix, iy = np.intersect1d(x_draw, y_draw, return_indices=True)
+    if len(common) == 0:
+        return (np.nan, np.nan), 0
+    d = y[iy] - x[ix]
+    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi)), len(common)
+
+
+def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> CountingShift:
+    """Approach 1 (:func:`scalinglab.envelope.fit_envelope`) on the same curves counted two ways.
+
+    ``curves`` has the columns run, n (total N), tokens, flops (the compute the study
+    counted) and loss, plus ``n_kaplan``, each run's non-embedding N. The total fit uses n
+    and flops; the Kaplan fit uses ``n_kaplan`` and C = 6·N_ne·D. One table for both
+    keeps every checkpoint's loss the same in the two fits. Resample i draws the same
+    runs in both (same run names, same seed), which is what pairs the shift's interval.
+    """
+    from scalinglab import envelope
+    from scalinglab.errors import UserError
+
+    if n_kaplan not in curves.columns:
+        raise UserError(f"counting shift: the curves have no non-embedding N column {n_kaplan!r} "
+                        f"(columns: {', '.join(map(str, curves.columns))})")
+    kaplan = curves.drop(columns="flops").assign(n=curves[n_kaplan])
+    ft = envelope.fit_envelope(curves, options)
+    fk = envelope.fit_envelope(kaplan, options, flops_col=None)
+    ci, paired = _paired_interval(ft.boot[:, 0], ft.boot_draw, fk.boot[:, 0], fk.boot_draw, options.level)
+    status = next((f.status for f in (ft, fk) if f.status != "ok"), "ok")
+    by_run = curves.assign(run=curves["run"].astype(str)).groupby("run")   # fit points carry str run ids
+    share = (1 - by_run[n_kaplan].first() / by_run["n"].first()).to_dict()
+    used = ft.points[ft.points["used"]].sort_values("flops")
+    ends = tuple(float(share[r]) for r in used["run"].iloc[[0, -1]]) if len(used) else (np.nan, np.nan)
+    return CountingShift(total=ft.exponent, total_ci=ft.ci, kaplan=fk.exponent, kaplan_ci=fk.ci,
+                         shift=fk.exponent - ft.exponent, shift_ci=ci, status=status, n_paired=paired,
+                         level=options.level, embedding_share=ends, fits=(ft, fk))
+
+
+def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "tokens", loss_col: str = "loss", *,
+              n_boot: int = 0, seed: int = 0, level: float = 0.95) -> CountingShift:
+    """Approach 3 (:func:`scalinglab.fit.fit`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
+
+    a = β/(α+β) of each fitted law. The row bootstrap draws resample i from the seed and the
+    number of rows alone, so resample i is the same rows in both fits and the shift is paired.
+    ``status`` is "ok" when both fits converged, else the first other status.
+    """
+    from scalinglab import fit
+
+    fits = [fit.fit(table, n_col=c, d_col=d_col, loss_col=loss_col, n_boot=n_boot, seed=seed, level=level)
+            for c in (n_total, n_kaplan)]
+    nan2 = (np.nan, np.nan)
+    cis, draws, samples = [], [], []
+    for f in fits:
+        bs = f.bootstrap
+        cis.append(bs.ci["a"] if bs is not None and len(bs.samples) else nan2)
+        draws.append(np.flatnonzero(bs.converged) if bs is not None else np.empty(0, dtype=int))
+        samples.append(bs.column("a") if bs is not None else np.empty(0))
+    ci, paired = _paired_interval(samples[0], draws[0], samples[1], draws[1], level)
+    status = next((f.status for f in fits if f.status != "converged"), "ok")
+    n_t, n_k = (pd.to_numeric(table[c], errors="coerce").to_numpy(float) for c in (n_total, n_kaplan))
+    ends = tuple(float(1 - n_k[i] / n_t[i]) for i in (np.argmin(n_t), np.argmax(n_t)))
+    return CountingShift(total=fits[0].a, total_ci=cis[0], kaplan=fits[1].a, kaplan_ci=cis[1],
+                         shift=fits[1].a - fits[0].a, shift_ci=ci, status=status, n_paired=paired,
+                         level=level, embedding_share=ends, fits=tuple(fits))
+
+
+def on_law(law: ScalingLaw, table: pd.DataFrame, n_col: str = "n", d_col: str = "tokens",
+           loss_col: str = "loss") -> pd.DataFrame:
+    """The table with its losses replaced by the law's, L(N_total, D): Pearce & Song's premise on a real design.
+
+    Fitting the result under both countings, with the same procedure as the real losses,
+    gives the shift Pearce & Song's account predicts for these very sizes, checkpoints and
+    embedding shares.
+    """
+    return table.assign(**{loss_col: law.loss(table[n_col].to_numpy(float), table[d_col].to_numpy(float))})

@@ -1,0 +1,98 @@
+"""Kaplan's counting measured on runs: Gemstones' non-embedding N, paired counting shifts, the law on a real design."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalinglab import envelope, flops, gemstones, laws, pearce_song
+from scalinglab.errors import UserError
+
+# Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are
+# exactly half the query heads and attention is exactly 3·w² (see gemstones.param_count).
+SHAPES = [(256, 23), (512, 11), (1024, 28), (1536, 50), (2048, 27), (3072, 12)]
+
+
+@pytest.mark.parametrize("width, depth", SHAPES)
+def test_non_embedding_params_excludes_what_kaplans_count_excludes(width, depth):
+    v = gemstones.VOCAB
+    ne = gemstones.non_embedding_params(width, depth)
+    # Gemstones: the untied embedding and head are the only vocab-sized tensors.
+    assert gemstones.param_count(width, depth) - ne == 2 * v * width
+    p = flops.count_params(width, depth, v, seq_len=gemstones.SEQ_LEN, mlp="swiglu", tied=False, bias=False)
+    # scalinglab.flops leaves out the same two matrices, plus a learned positional table that RoPE does not have.
+    assert p.total - p.non_embedding - p.positional == 2 * v * width
+    # What stays in must then differ only by the two architectural choices flops.py does not model:
+    # GQA (k and v at half width: 3w² instead of 4w²) and GEGLU's hidden size (4w instead of OpenLM's
+    # rounded 8w/3). Norms, one weight vector each, two a layer and a final one, agree with bias=False;
+    # a convention that kept the head or dropped the final norm would miss by v·w or w.
+    gqa = depth * (4 * width**2 - 3 * width**2)
+    mlp = depth * 3 * width * (p.mlp_hidden - gemstones.MLP_RATIO * width)
+    assert ne == p.non_embedding - gqa - mlp
+
+
+def _design(n_sizes=12, share_falls=True):
+    """Curves that follow Epoch's law in total N, with an embedding 47491·N_E^(1/3) (Pearce & Song's) or none."""
+    parts = []
+    for i, n_e in enumerate(np.logspace(7, 10, n_sizes)):
+        n_t = float(pearce_song.total_params(n_e)) if share_falls else n_e
+        d = np.logspace(8, 12.5, 80)
+        parts.append(pd.DataFrame({"run": f"r{i:02d}", "n": n_t, "n_ne": n_e, "tokens": d}))
+    curves = pd.concat(parts, ignore_index=True).assign(flops=lambda t: 6 * t["n"] * t["tokens"])
+    return pearce_song.on_law(laws.EPOCH, curves)
+
+
+@pytest.mark.parametrize("method", envelope.METHODS)
+def test_same_counting_twice_shifts_by_exactly_zero_with_a_paired_interval(method):
+    curves = _design(share_falls=False)
+    s = pearce_song.envelope_shift(curves, envelope.EnvelopeOptions(method=method, n_boot=60, seed=1))
+    assert s.status == "ok" and s.n_paired == 60
+    # Unpaired, the difference of two such bootstraps would be as wide as either interval;
+    # paired resample by resample, identical countings must give exactly (0, 0).
+    assert s.total_ci[1] - s.total_ci[0] > 0.005
+    assert s.shift == 0 and s.shift_ci == (0.0, 0.0)
+    assert s.embedding_share == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("method", envelope.METHODS)
+def test_a_falling_embedding_share_steepens_kaplans_exponent(method):
+    s = pearce_song.envelope_shift(_design(), envelope.EnvelopeOptions(method=method, n_boot=60, seed=0))
+    # In total N the law is exact, so the envelope gives β/(α+β) up to the 12-size staircase (±0.02).
+    assert s.total == pytest.approx(laws.EPOCH.a, abs=0.02)
+    # Embeddings fall from 40% to 1.5% of N between the first and last fitted optima: Pearce &
+    # Song's mechanism must raise the exponent by clearly more than the staircase, resample by resample.
+    first, last = s.embedding_share
+    assert first > 0.3 and last < 0.03
+    assert s.shift > 0.04 and s.shift_ci[0] > 0
+
+
+def test_law_shift_recovers_the_law_and_pairs_its_bootstrap():
+    n_t = np.repeat(np.logspace(8, 10, 7), 5)
+    rows = pd.DataFrame({"params": n_t, "tokens": n_t * np.tile([5, 10, 20, 40, 80], 7)})
+    # an embedding of 50,432 × width at a width of (64·N/12)^(1/3) (depth = width/64): 41% of N down to 9%
+    rows["params_no_embed"] = rows["params"] - 50432 * (64 * rows["params"] / 12) ** (1 / 3)
+    rows = pearce_song.on_law(laws.EPOCH, rows, n_col="params")
+    s = pearce_song.law_shift(rows, "params", "params_no_embed", n_boot=40)
+    # Exact losses: the fit in total N finds the law itself (its a to 1e-3, the solver's tolerance).
+    assert s.status == "ok" and s.total == pytest.approx(laws.EPOCH.a, abs=1e-3)
+    assert s.shift > 0.02 and s.shift_ci[0] > 0
+    same = pearce_song.law_shift(rows, "params", "params", n_boot=20)
+    assert same.shift == 0 and same.shift_ci == (0.0, 0.0)
+
+
+def test_envelope_shift_needs_the_non_embedding_column():
+    with pytest.raises(UserError, match="no non-embedding N column 'n_kaplan'"):
+        pearce_song.envelope_shift(_design().drop(columns="n_ne"), envelope.EnvelopeOptions(n_boot=0), "n_kaplan")
+
+
+def test_gemstones_kaplan_counting_measured_against_the_law_on_the_same_design(mirror):
+    curves = gemstones.curves("gemstones-hot")
+    assert np.array_equal(curves["n_ne"], gemstones.non_embedding_params(curves["width"], curves["depth"]))
+    opts = envelope.EnvelopeOptions(method="hull", drop_edges=False, n_boot=200, seed=0)
+    real = pearce_song.envelope_shift(curves, opts)
+    law = pearce_song.envelope_shift(pearce_song.on_law(laws.EPOCH, curves), opts)
+    # Kaplan's counting steepens the real envelope too, resample by resample ...
+    assert real.shift > 0 and real.shift_ci[0] > 0
+    # ... but by less than Epoch's law on the same runs predicts: the real envelope is held by
+    # deep, narrow models with small embedding shares, the law's by wide, shallow ones.
+    assert real.shift < law.shift
+    assert real.embedding_share[1] < law.embedding_share[1]
