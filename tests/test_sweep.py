@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scalinglab import sweep
+from scalinglab.flops import step_at
 from scalinglab.cli import main
 from scalinglab.model import GPTConfig
 
@@ -57,6 +58,14 @@ def test_plans_follow_the_presets():
         step = r.train["batch_size"] * prof.seq_len
         assert r.train["total_tokens"] % step == 0 and r.train["total_tokens"] >= sweep.MIN_STEPS * step
         assert abs(r.train["total_tokens"] - r.budget / (6 * r.n_standard)) <= step / 2 + 1
+    for r in hoffmann:  # evaluated every half-octave of compute on the way, for Approach 1; the end last
+        evals = r.train["eval_at_tokens"]
+        assert evals[-1] == r.train["total_tokens"] and evals == sorted(evals)
+        ratios = np.diff(np.log2(evals[:-1]))
+        assert np.allclose(ratios, 0.5, atol=0.01)
+        assert all(6 * r.n_standard * t >= min(prof.budgets["hoffmann"]) * 0.999 for t in evals[:-1])
+    top_evals = top[0].train["eval_at_tokens"]
+    assert len(top_evals) == 2 * len(prof.budgets["hoffmann"]) - 1  # the largest budget reaches down to the smallest
     lrs = [r.train["lr"] for r in top]
     assert all(b < a for a, b in zip(lrs, lrs[1:]))                            # lr falls with N
     assert all(r.n_standard - r.n_non_embedding == 1024 * r.width for r in top)  # the head's matrix
@@ -117,8 +126,14 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(cache, tmp_p
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == planned
         per_run = dict(con.execute("SELECT run_id, COUNT(*) FROM curves GROUP BY run_id").fetchall())
+        specs = {r: json.loads(sp) for r, sp in con.execute("SELECT run_id, spec FROM runs WHERE status = 'finished'")}
         meta = con.execute("SELECT device, versions, git_commit, spec FROM runs LIMIT 1").fetchone()
-    assert set(per_run.values()) == {1} and len(per_run) == 6  # hoffmann: one evaluation per run
+    # each finished run holds its planned evaluations exactly once: none lost to the kill, none written twice
+    assert len(per_run) == 6
+    for run, spec in specs.items():
+        tps = spec["train"]["batch_size"] * spec["model"]["seq_len"]
+        total = step_at(spec["train"]["total_tokens"], tps)
+        assert per_run[run] == len({min(total, step_at(t, tps)) for t in spec["train"]["eval_at_tokens"]} | {total})
     assert meta[0].startswith("cpu") and "torch" in json.loads(meta[1]) and meta[2]
     assert json.loads(meta[3])["train"]["schedule"] == "cosine"
 

@@ -238,8 +238,13 @@ def plan(preset: str, profile: Profile | str, vocab_size: int) -> list[RunSpec]:
                 continue
             batch = _hoffmann_batch(prof, n, c / (6 * n))
             tokens = step_at(math.ceil(c / (6 * n)), batch * prof.seq_len) * batch * prof.seq_len
+            # Also evaluated on the way, every half-octave of compute down to the grid's smallest budget:
+            # mid-cosine points are what Hoffmann's Approach 1 takes the envelope of (scalinglab.envelope),
+            # and they never stand for a budget, so the isoFLOP analysis ignores them.
+            on_the_way = [math.ceil(c * 2 ** (-k / 2) / (6 * n)) for k in range(1, 2 * len(budgets))
+                          if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]
             train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
-                         batch_size=batch, beta2=0.99, eval_at_tokens=[tokens])
+                         batch_size=batch, beta2=0.99, eval_at_tokens=sorted(on_the_way) + [tokens])
             runs.append(RunSpec(run_id=f"hoffmann-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
                                 train=train, **common))
     return sorted(runs, key=lambda r: (r.budget, r.n_standard))
