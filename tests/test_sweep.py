@@ -1,5 +1,4 @@
 import json
-import math
 import os
 import re
 import signal

@@ -27,7 +27,6 @@ import collections
 import hashlib
 import json
 import lzma
-import os
 import random
 import re
 import subprocess
