@@ -104,9 +104,10 @@ def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
 
     runs = tmp_path / "kaplan.db.runs"
     runs.mkdir()
-    for name in ("b.pt", "a.pt"):
+    for name in ("b.pt", "a.pt", "kaplan-w128-d4.pt", "kaplan-w16-d1.pt"):
         (runs / name).write_bytes(tiny_checkpoint.read_bytes())
-    assert [p.name for p in ladder_checkpoints(runs)] == ["a.pt", "b.pt"]
+    # natural order: a sweep's widths compare as numbers (plain sorting puts w128 before w16)
+    assert [p.name for p in ladder_checkpoints(runs)] == ["a.pt", "b.pt", "kaplan-w16-d1.pt", "kaplan-w128-d4.pt"]
     assert ladder_checkpoints(tmp_path / "none") == []
     lm = load_checkpoint_lm(runs / "a.pt")
     # one block of width 32: 12*32^2 weights + 288 biases + 3 LayerNorms of 64 = 12,768 non-embedding parameters

@@ -139,9 +139,15 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
 
 
 def ladder_checkpoints(folder: Path | str) -> list[Path]:
-    """The ``*.pt`` checkpoints under a sweep folder (sorted by path); empty if there are none."""
+    """The ``*.pt`` checkpoints under a sweep folder, empty if there are none, in natural order (numbers
+    compared as numbers, so a sweep's kaplan-w12 comes before kaplan-w128, smallest model first)."""
+    import re
+
     folder = Path(folder)
-    return sorted(folder.rglob("*.pt")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(folder.rglob("*.pt"),
+                  key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))])
 
 
 class HFCausalLM(CausalLM):
