@@ -232,3 +232,31 @@ def test_gadre_holdout_from_the_registry(mirror, capsys):
     # 4 sizes × M 0.25, 0.5, 1 fitted; 19 over-trained small runs and the 1.4B (M 1, 32) and 6.9B held out.
     assert out["n_rows"] == 12 and out["holdout"]["summary"]["n"] == 23
     assert out["holdout"]["summary"]["mean_rel_error"] < 0  # the fit promises too low a loss: see test_holdout
+
+
+def test_compute_says_what_to_train_at_a_budget(runs_csv, capsys):
+    out = run_json(capsys, runs_csv, "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                   "--compute", "1e22", "--compute", "1e24", "--bootstrap", "40")
+    rows = out["compute_optimal"]
+    assert [r["C"] for r in rows] == [1e22, 1e24]
+    for r in rows:
+        # Noiseless runs: the fitted law is the true one (to the solver's 1e-4 above), so is its allocation.
+        assert r["n_opt"] == pytest.approx(TRUE.n_opt(r["C"]), rel=1e-3)
+        assert r["d_opt"] * r["n_opt"] * 6 == pytest.approx(r["C"], rel=1e-9)  # on the budget by construction
+        assert r["loss"] == pytest.approx(TRUE.loss(TRUE.n_opt(r["C"]), TRUE.d_opt(r["C"])), rel=1e-4)
+        for k in ("n_opt", "d_opt", "tokens_per_param", "loss"):
+            lo, hi = r["ci"][k]
+            assert lo <= r[k] * (1 + 1e-6) and r[k] <= hi * (1 + 1e-6)
+    assert rows[1]["n_opt"] / rows[0]["n_opt"] == pytest.approx(100 ** TRUE.a, rel=1e-3)  # N_opt ∝ C^a
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 "--compute", "1e22"]) == 0
+    text = capsys.readouterr().out
+    assert "compute-optimal allocation at C = 1e+22 FLOP" in text and "tokens/param" in text
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan"])
+def test_a_bad_compute_budget_exits_2_with_one_line(runs_csv, capsys, value):
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 f"--compute={value}"]) == 2
+    err = capsys.readouterr().err
+    assert "compute budgets must be positive numbers of FLOP" in err and err.count("\n") == 1

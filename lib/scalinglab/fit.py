@@ -539,6 +539,46 @@ def fit(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss"
     return fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
 
 
+ALLOCATION = ("n_opt", "d_opt", "tokens_per_param", "loss")
+
+
+def check_budgets(C) -> np.ndarray:
+    """Compute budgets as a 1-d array, or a UserError naming the first that is not a positive number."""
+    C = np.atleast_1d(np.asarray(C, float))
+    bad = ~np.isfinite(C) | (C <= 0)
+    if bad.any():
+        raise UserError(f"compute budgets must be positive numbers of FLOP, not {C[bad][0]:g}")
+    return C
+
+
+def compute_optimal(result: FitResult, C, level: float | None = None) -> list[dict[str, Any]]:
+    """What the fitted law says to train at each compute budget C (FLOP, C = 6ND): N_opt, D_opt, tokens
+    per parameter and the loss at that optimum, each with a percentile interval over the bootstrap
+    replicates when the fit has them (``level`` defaults to the bootstrap's).
+
+    The intervals carry the parameters' uncertainty only, and far beyond the fitted runs they also rest on
+    the law's form holding there (notebook 04 shows where it does not)."""
+    C = check_budgets(C)
+    bs = result.bootstrap
+    replicates = ScalingLaw(*bs.samples.T) if bs is not None and len(bs.samples) else None  # columns as arrays
+    level = bs.level if level is None and bs is not None else (level or 0.95)
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+
+    def allocation(law: ScalingLaw, c: float) -> dict[str, np.ndarray]:
+        n, d = law.n_opt(c), law.d_opt(c)
+        return dict(n_opt=n, d_opt=d, tokens_per_param=d / n, loss=law.loss(n, d))
+
+    out = []
+    for c in C:
+        row: dict[str, Any] = {"C": float(c), **{k: float(v) for k, v in allocation(result, c).items()}}
+        if replicates is not None:
+            reps = allocation(replicates, c)
+            row["ci"] = {k: tuple(float(x) for x in np.percentile(reps[k], q)) for k in ALLOCATION}
+            row["level"] = level
+        out.append(row)
+    return out
+
+
 def keep_below_highest(L, k: int) -> np.ndarray:
     """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
     L = np.asarray(L, float)

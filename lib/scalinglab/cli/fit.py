@@ -39,6 +39,9 @@ def register(sub) -> None:
     check.add_argument("--predict", metavar="CSV",
                        help="fit every (selected) row, then predict the runs of another CSV with the same "
                             "columns and compare with their losses")
+    p.add_argument("--compute", action="append", type=float, metavar="C",
+                   help="also say what to train at compute budget C (FLOP): N_opt, D_opt, tokens per parameter "
+                        "and the loss there, with intervals when bootstrapped; repeat for several budgets")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)
 
@@ -104,6 +107,8 @@ def _run(args) -> int:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
+    if args.compute:
+        F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
     boot = dict(n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label
@@ -137,6 +142,7 @@ def _run(args) -> int:
         except UserError as exc:
             raise UserError(f"{args.predict}: {exc}") from None
     predictions = getattr(check, "heldout", check)
+    allocation = F.compute_optimal(res, args.compute) if args.compute else None
     if args.json:
         out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
         if args.where:
@@ -145,10 +151,15 @@ def _run(args) -> int:
             out["holdout"] = check.to_dict()
         elif args.predict:
             out["predict"] = {"source": args.predict, **predictions.to_dict()}
+        if allocation:
+            out["compute_optimal"] = allocation
         # NaN (an SE from under two replicates) becomes null: bare NaN is not JSON.
         print(json.dumps(_jsonable(out), indent=2, allow_nan=False))
     else:
         print(_table(res, label, args.drop_highest))
+        if allocation:
+            print()
+            print(_allocation_table(allocation))
         if predictions is not None:
             what = (f"held out ({' or '.join(args.holdout)})" if args.holdout else f"predicted from {check_label}")
             print()
@@ -175,6 +186,24 @@ def _table(res, label: str, dropped: int) -> str:
         lines.append(row)
     lines.append("")
     lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
+    return "\n".join(lines)
+
+
+def _allocation_table(rows: list[dict]) -> str:
+    names = {"n_opt": ("N_opt", ".4g"), "d_opt": ("D_opt", ".4g"), "tokens_per_param": ("tokens/param", ".1f"),
+             "loss": ("loss there", ".4f")}
+    lines = []
+    for r in rows:
+        head = f"compute-optimal allocation at C = {r['C']:.3g} FLOP (C = 6ND)"
+        if "ci" in r:
+            head += f"; {round(r['level'] * 100):d}% intervals from the bootstrap (parameter uncertainty only)"
+        lines += ([""] if lines else []) + [head]
+        for key, (name, fmt) in names.items():
+            row = f"  {name:<14}{format(r[key], fmt):>12}"
+            if "ci" in r:
+                lo, hi = r["ci"][key]
+                row += f"   [{format(lo, fmt)}, {format(hi, fmt)}]"
+            lines.append(row)
     return "\n".join(lines)
 
 
