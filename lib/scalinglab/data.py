@@ -49,8 +49,9 @@ class Dataset:
     source: str = ""
     format: str = "csv"
     columns: dict[str, str] = field(default_factory=dict)
-    # Which column plays which part in a scaling law (n, d, c, loss, ...), so
-    # that `scalinglab fit --dataset NAME` needs no column flags.
+    # Which column plays which part in a scaling law (n, d, c, loss, and run for
+    # training curves), so that `scalinglab fit/isoflop/envelope --dataset NAME`
+    # need no column flags.
     roles: dict[str, str] = field(default_factory=dict)
     # "module:function" taking (path, dataset) and returning a DataFrame, for
     # formats pandas cannot read directly (e.g. Porian et al.'s pickles).

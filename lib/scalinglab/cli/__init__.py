@@ -20,6 +20,7 @@ from scalinglab.errors import UserError
 COMMAND_MODULES = (
     "fit",
     "isoflop",
+    "envelope",
     "params",
     "data",
     "sweep",
