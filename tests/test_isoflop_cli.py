@@ -196,6 +196,7 @@ GOOD = """N,C,loss
     (GOOD, ["--drop-flagged", "loss"], "--drop-flagged column 'loss' should hold true/false"),
     (GOOD, ["--where", "C==7"], "no row matches 'C==7'"),
     ("N,C,loss\n1e8,1e19,3.1\n2e8,1e19,3\n4e8,1e19,3.05\n", [], "give --noise SD"),
+    ("N,C,loss\n", [], "no runs to fit (the table has a header and no rows)"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, content, extra, needle):
     path = tmp_path / "runs.csv"

@@ -196,6 +196,18 @@ def _check_options(options: EnvelopeOptions) -> None:
         raise UserError(f"envelope level must lie strictly between 0 and 1, not {options.level!r}")
 
 
+def _grid_envelope(runs: _Runs, log_c: np.ndarray, losses: np.ndarray,
+                   subset: np.ndarray | None = None) -> pd.DataFrame:
+    """The grid's optima over the runs in ``subset`` (all by default). A grid C that none of them reaches
+    (a gap between runs' ranges of C) has no optimum and is left out, never credited to some run."""
+    masked = losses if subset is None else np.where(subset[:, None], losses, np.inf)
+    best = masked.argmin(axis=0)
+    loss = masked[best, np.arange(len(log_c))]
+    reached = np.isfinite(loss)
+    cov = _covering(runs, log_c, subset)
+    return _points_frame(runs, log_c[reached], loss[reached], best[reached], cov[:, reached])
+
+
 def lower_envelope(curves: pd.DataFrame, n_grid: int = N_GRID) -> pd.DataFrame:
     """Hoffmann's envelope: one row per log-spaced C (flops, loss, run, n, tokens, n_covering, edge).
 
@@ -205,9 +217,7 @@ def lower_envelope(curves: pd.DataFrame, n_grid: int = N_GRID) -> pd.DataFrame:
     curves = curves_table(curves)
     runs = _runs(curves)
     log_c = np.linspace(runs.first.min(), runs.last.max(), n_grid)
-    losses = _grid_losses(curves, runs, log_c)
-    best = losses.argmin(axis=0)
-    return _points_frame(runs, log_c, losses[best, np.arange(len(log_c))], best, _covering(runs, log_c))
+    return _grid_envelope(runs, log_c, _grid_losses(curves, runs, log_c))
 
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -325,8 +335,7 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
     if options.method == "grid":
         log_c = np.linspace(runs.first.min(), runs.last.max(), options.n_grid)
         losses = _grid_losses(curves, runs, log_c)
-        best = losses.argmin(axis=0)
-        points = _points_frame(runs, log_c, losses[best, np.arange(len(log_c))], best, _covering(runs, log_c))
+        points = _grid_envelope(runs, log_c, losses)
     else:
         points = _hull_frame(curves, runs)
     status, (a, ka, b, kb), used = _fit_points(points, options.drop_edges)
@@ -355,16 +364,11 @@ def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, loss
     rng = np.random.default_rng(options.seed)
     n_runs = len(runs.names)
     out, draws, failed = [], [], 0
-    cols = np.arange(len(log_c)) if log_c is not None else None
     for draw in range(options.n_boot):
         subset = np.zeros(n_runs, dtype=bool)
         subset[rng.integers(0, n_runs, n_runs)] = True  # a run drawn twice adds nothing to a minimum
         if options.method == "grid":
-            masked = np.where(subset[:, None], losses, np.inf)
-            best = masked.argmin(axis=0)
-            reached = np.isfinite(masked[best, cols])
-            cov = _covering(runs, log_c, subset)
-            points = _points_frame(runs, log_c[reached], masked[best, cols][reached], best[reached], cov[:, reached])
+            points = _grid_envelope(runs, log_c, losses, subset)
         else:
             if subset.sum() < 2:
                 failed += 1

@@ -118,6 +118,8 @@ def _select(df, args, label: str):
             raise UserError(f"{label}: --drop-flagged column {col!r} should hold true/false, yes/no or 1/0; "
                             f"row {row} has {str(df.loc[row, col])!r}")
         flagged |= text.isin(_TRUE)
+    if df.empty:  # a header and no rows: say so rather than "every row is flagged"
+        raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
     if flagged.all():
         raise UserError(f"{label}: every row is flagged in {', '.join(args.drop_flagged)}; nothing is left to fit")
     return df, flagged
