@@ -9,6 +9,8 @@ command, never at the top, and torch never.
 
 from __future__ import annotations
 
+from scalinglab.cli.tables import group_text, need_column, read_csv, select_rows, split_groups
+
 # CLI role -> (its default column in a CSV, the registry role that names it for a --dataset).
 # The registry's vocabulary is the one `scalinglab fit` reads (n, d, c, loss); only "run" is
 # new, so a dataset registered for `fit` already supplies N, D and the loss here.
@@ -64,17 +66,13 @@ def register(sub) -> None:
     p.add_argument("--group-by", metavar="COL,...",
                    help="fit each combination of these columns' values separately (e.g. family)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # `scalinglab isoflop`'s row selection reads args.drop_flagged; this command has no such
-    # flag, so it selects with --where alone.
-    p.set_defaults(func=_run, drop_flagged=[])
+    p.set_defaults(func=_run)
 
 
 def _source(args):
     """(table, column per role, label): flags first, then the dataset's roles, then the defaults."""
-    from scalinglab.cli.isoflop import _read_csv
-
     if args.csv:
-        df, roles, label = _read_csv(args.csv), {}, args.csv
+        df, roles, label = read_csv(args.csv), {}, args.csv
     else:
         from scalinglab import data
 
@@ -87,7 +85,6 @@ def _source(args):
 
 def _check_columns(df, cols: dict, args, label: str) -> dict:
     """The columns the fit will read, each checked to exist; tokens may be None when compute is given."""
-    from scalinglab.cli.isoflop import _need_column
     from scalinglab.errors import UserError
 
     for role in ("run", "n", "loss", "flops"):
@@ -100,7 +97,7 @@ def _check_columns(df, cols: dict, args, label: str) -> dict:
                             f"{', '.join(map(str, df.columns))}); name it with --tokens-col, or give the "
                             "compute with --flops-col")
         if args.tokens_col:  # asked for by name: a silent C/(6N) would hide the typo
-            _need_column(df, cols["tokens"], label, "tokens")
+            need_column(df, cols["tokens"], label, "tokens")
         cols = dict(cols, tokens=None)
     return cols
 
@@ -110,7 +107,6 @@ def _run(args) -> int:
     import sys
 
     from scalinglab import envelope
-    from scalinglab.cli.isoflop import _group_text, _groups, _need_column, _select
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
 
@@ -131,20 +127,20 @@ def _run(args) -> int:
         raise UserError(f"{label}: no rows; expected one row per (run, checkpoint)")
     cols = _check_columns(df, cols, args, label)
     for col in group_by:
-        _need_column(df, col, label, "--group-by")
-    df, _ = _select(df, args, label)
+        need_column(df, col, label, "--group-by")
+    df, _ = select_rows(df, args.where, [], label)
     options = envelope.EnvelopeOptions(method=args.method, drop_edges=not args.keep_edges, n_boot=args.bootstrap,
                                        level=args.level, seed=args.seed)
 
     # Every group's table is checked before any bootstrap runs, so that a bad value in the
     # last group does not cost the time of the first groups' fits.
     tables = []
-    for labels, g in _groups(df, group_by):
+    for labels, g in split_groups(df, group_by):
         try:
             curves = envelope.curves_table(g, cols["run"], cols["n"], cols["loss"], flops_col=cols["flops"],
                                            tokens_col=cols["tokens"])
         except UserError as exc:
-            where = label + (f" [{_group_text(labels)}]" if labels else "")
+            where = label + (f" [{group_text(labels)}]" if labels else "")
             raise UserError(f"{where}: {exc}") from None
         tables.append((labels, curves))
     # curves_table's output has fit_envelope's default column names, and taking it again is
@@ -197,8 +193,6 @@ def _interval(ci: list, level: float) -> str:
 
 
 def _text(out: dict) -> str:
-    from scalinglab.cli.isoflop import _group_text
-
     c = out["columns"]
     boot = (f"{out['bootstrap']}-resample bootstrap over runs (seed {out['seed']})" if out["bootstrap"]
             else "no bootstrap")
@@ -212,7 +206,7 @@ def _text(out: dict) -> str:
     derived = not (c["flops"] and c["tokens"])
     for res in out["groups"]:
         lines.append("")
-        head = f"[{_group_text(res['group'])}] " if res["group"] else ""
+        head = f"[{group_text(res['group'])}] " if res["group"] else ""
         dropped = "" if out["keep_edges"] else f", {res['n_edge']} at an edge dropped"
         failed = f", {res['n_boot_failed']} of {out['bootstrap']} resamples failed" if out["bootstrap"] else ""
         lines.append(f"{head}{res['n_runs']} runs of {res['n_sizes_trained']} sizes, {res['n_checkpoints']} "

@@ -8,14 +8,12 @@ inside the command (the optima need it), never at the top, and torch never.
 
 from __future__ import annotations
 
+from scalinglab.cli.tables import group_text, need_column, read_csv, select_rows, split_groups
+
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
 # budget_optima's own default, passed explicitly because the check for a wrong
 # --c-col below compares against it.
 MIN_POINTS = 3
-# What --drop-flagged reads as set or unset: pandas parses True/False itself,
-# but hand-made CSVs say yes/no or 1/0; anything else is an error, not a guess.
-_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
-_FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
 
 
 def register(sub) -> None:
@@ -54,90 +52,14 @@ def register(sub) -> None:
     p.set_defaults(func=_run)
 
 
-def _read_csv(path: str):
-    import pandas as pd
-
-    from scalinglab.errors import UserError
-
-    try:
-        return pd.read_csv(path)
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except pd.errors.EmptyDataError:
-        raise UserError(f"{path} is empty: expected a header row and one row per run") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-
-
 def _source(args):
     """(table, column roles, label)."""
     if args.csv:
-        return _read_csv(args.csv), DEFAULT_COLS, args.csv
+        return read_csv(args.csv), DEFAULT_COLS, args.csv
     from scalinglab import data
 
     ds = data.get(args.dataset)
     return data.load(args.dataset), ds.roles, args.dataset
-
-
-def _need_column(df, col: str, label: str, what: str) -> None:
-    from scalinglab.errors import UserError
-
-    if col not in df.columns:
-        raise UserError(f"{label}: no {what} column {col!r} (columns: {', '.join(map(str, df.columns))})")
-
-
-def _select(df, args, label: str):
-    """(rows --where keeps, which of them --drop-flagged drops): a boolean Series on those rows.
-
-    Flagged rows are dropped per group, so that each group can say how many it lost.
-    """
-    import pandas as pd
-
-    from scalinglab.errors import UserError
-
-    from scalinglab import holdout
-
-    for text in args.where:  # one at a time, so that an empty result names the condition that emptied it
-        try:
-            keep = holdout.where(df, text)
-        except UserError as exc:
-            raise UserError(f"{label}: {exc}") from None
-        if not keep.any():
-            col = holdout.parse_condition(text).column
-            seen = sorted(df[col].astype(str).unique())
-            shown = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
-            raise UserError(f"{label}: no row matches {text!r} ({col} holds: {shown})")
-        df = df[keep]
-    flagged = pd.Series(False, index=df.index)
-    for col in args.drop_flagged:
-        _need_column(df, col, label, "--drop-flagged")
-        text = df[col].map(lambda v: "" if pd.isna(v) else str(v).strip().lower())
-        odd = ~text.isin(_TRUE | _FALSE)
-        if odd.any():
-            row = odd.idxmax()
-            raise UserError(f"{label}: --drop-flagged column {col!r} should hold true/false, yes/no or 1/0; "
-                            f"row {row} has {str(df.loc[row, col])!r}")
-        flagged |= text.isin(_TRUE)
-    if df.empty:  # a header and no rows: say so rather than "every row is flagged"
-        raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
-    if flagged.all():
-        raise UserError(f"{label}: every row is flagged in {', '.join(args.drop_flagged)}; nothing is left to fit")
-    return df, flagged
-
-
-def _groups(df, group_by: list[str]):
-    """[(labels, rows)]: one group for the whole table, or one per combination of values.
-
-    A blank group value is a group of its own (shown as "(blank)"), never
-    dropped, so that no run disappears from the analysis unseen.
-    """
-    if not group_by:
-        return [({}, df)]
-    out = []
-    for key, g in df.groupby(group_by, sort=True, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        out.append(({c: ("(blank)" if v != v else str(v)) for c, v in zip(group_by, key)}, g))
-    return out
 
 
 def _run(args) -> int:
@@ -163,14 +85,14 @@ def _run(args) -> int:
     df, roles, label = _source(args)
     cols = {role: getattr(args, f"{role}_col") or roles.get(role, DEFAULT_COLS[role]) for role in DEFAULT_COLS}
     for col in group_by:
-        _need_column(df, col, label, "--group-by")
-    df, flagged = _select(df, args, label)
+        need_column(df, col, label, "--group-by")
+    df, flagged = select_rows(df, args.where, args.drop_flagged, label)
     # (labels, kept rows, number of flagged rows dropped); a group with every row
     # flagged is still listed, with nothing to fit.
-    groups = [(labels, g[~flagged[g.index]], int(flagged[g.index].sum())) for labels, g in _groups(df, group_by)]
+    groups = [(labels, g[~flagged[g.index]], int(flagged[g.index].sum())) for labels, g in split_groups(df, group_by)]
 
     def named(exc: UserError, labels: dict) -> UserError:
-        where = label + (f" [{_group_text(labels)}]" if labels else "")
+        where = label + (f" [{group_text(labels)}]" if labels else "")
         return UserError(f"{where}: {exc}")
 
     # A first pass without the bootstrap is cheap and checks every value; a table
@@ -234,10 +156,6 @@ def _group_result(labels: dict, g, n_flagged: int, optima, fit) -> dict:
                               status=fit.status, weighted=fit.weighted, r2=fit.r2))
 
 
-def _group_text(labels: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items())
-
-
 def _text(out: dict) -> str:
     boot = (f"{out['bootstrap']}-draw noise bootstrap (seed {out['seed']}, loss sd: "
             f"{out['noise'] if isinstance(out['noise'], str) else format(out['noise'], 'g')})"
@@ -249,7 +167,7 @@ def _text(out: dict) -> str:
                                           + [f"without rows flagged in {c}" for c in out["drop_flagged"]]))
     for res in out["groups"]:
         lines.append("")
-        head = f"[{_group_text(res['group'])}] " if res["group"] else ""
+        head = f"[{group_text(res['group'])}] " if res["group"] else ""
         flagged = f" ({res['n_flagged']} flagged runs left out)" if res["n_flagged"] else ""
         lines.append(f"{head}{res['n_runs']} runs{flagged}, {res['n_budgets']} budgets")
         if not res["n_runs"]:

@@ -1,0 +1,89 @@
+"""Table helpers shared by the CLI commands that read a table of runs with pandas (`isoflop`,
+`envelope`): reading a CSV, checking columns, selecting rows (--where, --drop-flagged) and
+splitting into groups (--group-by). pandas is imported inside, never at the top."""
+
+from __future__ import annotations
+
+# What --drop-flagged reads as set or unset: pandas parses True/False itself,
+# but hand-made CSVs say yes/no or 1/0; anything else is an error, not a guess.
+TRUE = {"true", "t", "yes", "y", "1", "1.0"}
+FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
+
+
+def read_csv(path: str):
+    import pandas as pd
+
+    from scalinglab.errors import UserError
+
+    try:
+        return pd.read_csv(path)
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path} is empty: expected a header row and one row per run") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+
+
+def need_column(df, col: str, label: str, what: str) -> None:
+    from scalinglab.errors import UserError
+
+    if col not in df.columns:
+        raise UserError(f"{label}: no {what} column {col!r} (columns: {', '.join(map(str, df.columns))})")
+
+
+def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
+    """(rows --where keeps, which of them --drop-flagged drops): a boolean Series on those rows.
+
+    Flagged rows are dropped per group, so that each group can say how many it lost.
+    """
+    import pandas as pd
+
+    from scalinglab import holdout
+    from scalinglab.errors import UserError
+
+    for text in where:  # one at a time, so that an empty result names the condition that emptied it
+        try:
+            keep = holdout.where(df, text)
+        except UserError as exc:
+            raise UserError(f"{label}: {exc}") from None
+        if not keep.any():
+            col = holdout.parse_condition(text).column
+            seen = sorted(df[col].astype(str).unique())
+            shown = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
+            raise UserError(f"{label}: no row matches {text!r} ({col} holds: {shown})")
+        df = df[keep]
+    flagged = pd.Series(False, index=df.index)
+    for col in drop_flagged:
+        need_column(df, col, label, "--drop-flagged")
+        text = df[col].map(lambda v: "" if pd.isna(v) else str(v).strip().lower())
+        odd = ~text.isin(TRUE | FALSE)
+        if odd.any():
+            row = odd.idxmax()
+            raise UserError(f"{label}: --drop-flagged column {col!r} should hold true/false, yes/no or 1/0; "
+                            f"row {row} has {str(df.loc[row, col])!r}")
+        flagged |= text.isin(TRUE)
+    if df.empty:  # a header and no rows: say so rather than "every row is flagged"
+        raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
+    if flagged.all():
+        raise UserError(f"{label}: every row is flagged in {', '.join(drop_flagged)}; nothing is left to fit")
+    return df, flagged
+
+
+def split_groups(df, group_by: list[str]):
+    """[(labels, rows)]: one group for the whole table, or one per combination of values.
+
+    A blank group value is a group of its own (shown as "(blank)"), never
+    dropped, so that no run disappears from the analysis unseen.
+    """
+    if not group_by:
+        return [({}, df)]
+    out = []
+    for key, g in df.groupby(group_by, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        out.append(({c: ("(blank)" if v != v else str(v)) for c, v in zip(group_by, key)}, g))
+    return out
+
+
+def group_text(labels: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items())
