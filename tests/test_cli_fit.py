@@ -260,3 +260,13 @@ def test_a_bad_compute_budget_exits_2_with_one_line(runs_csv, capsys, value):
                  f"--compute={value}"]) == 2
     err = capsys.readouterr().err
     assert "compute budgets must be positive numbers of FLOP" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["fit", "runs.csv", "--holdout", "N>1", "--predict", "x.csv"],
+                                  ["fit", "--bootstrap", "many", "runs.csv"], ["fitt"], ["isoflop"]],
+                         ids=["exclusive flags", "bad int", "unknown command", "missing source"])
+def test_usage_mistakes_are_one_line_too(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "error:" in err and "--help" in err

@@ -29,8 +29,16 @@ COMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a usage mistake is one line like every other error: what is wrong, and
+    where the usage is (argparse would print the whole usage block first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scalinglab",
         description="Fit and reason about scaling laws; reproduce the classic results.",
     )
