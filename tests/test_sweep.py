@@ -248,6 +248,9 @@ def test_report_recovers_a_known_exponent(tmp_path):
     assert abs(e["a"] - a_true) < 0.03
     assert e["ci"][0] <= e["a"] <= e["ci"][1]
     assert abs(a_true - 0.5) > 0.03  # the check could fail if the analysis simply returned Chinchilla's 0.5
+    # Approach 1 on the same runs: with exact losses the envelope's optima lie on the law's frontier.
+    env = rep["exponent_envelope"]
+    assert abs(env["a"] - a_true) < 0.03 and env["n_sizes"] >= 2
     # utilisation on a GPU: FLOPs over the runs' wall-clock span (first start to last finish) and the H100 peak
     from scalinglab.flops import flops_per_token
 

@@ -603,7 +603,24 @@ def report(db_path: Path | str) -> dict:
                 **_throughput(runs), exponent=exponent(db_path),
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
                 # only describes the curve near it): how much the estimator alone moves a
-                exponent_parabola=exponent(db_path, method="parabola", window=5))
+                exponent_parabola=exponent(db_path, method="parabola", window=5),
+                exponent_envelope=envelope_exponent(db_path))
+
+
+def envelope_exponent(db_path: Path | str, n_boot: int = 200) -> dict:
+    """N* ∝ C^a by Hoffmann's Approach 1 on the sweep's curves (each run a curve, mid-run evaluations
+    included): {a, ci, n_sizes, status} or {a: None, reason}."""
+    from scalinglab.envelope import EnvelopeOptions, fit_envelope
+
+    curves = loss_curves(db_path)
+    if curves["run_id"].nunique() < 2:
+        return dict(a=None, ci=None, reason=f"{curves['run_id'].nunique()} finished run(s) (needs 2)")
+    fit = fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
+    if fit.status != "ok":
+        return dict(a=None, ci=None, reason=fit.status)
+    ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
+    return dict(a=round(fit.exponent, 4), ci=ci, n_sizes=fit.n_sizes, method="grid, edges dropped",
+                n_boot_failed=fit.n_boot_failed)
 
 
 def _throughput(runs: list[tuple]) -> dict:

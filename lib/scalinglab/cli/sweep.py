@@ -53,6 +53,10 @@ def _print_report(rep: dict, as_json: bool) -> None:
         if p.get("a") is not None and p.get("ci") and None not in p["ci"]:
             print(f"  with parabola optima (5 sizes around each minimum): {p['a']:.3f} "
                   f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]")
+    env = rep.get("exponent_envelope") or {}
+    if env.get("a") is not None and env.get("ci") and None not in env["ci"]:
+        print(f"  Approach 1, the envelope of the runs' curves: {env['a']:.3f} [{env['ci'][0]:.3f}, "
+              f"{env['ci'][1]:.3f}] ({env['n_sizes']} sizes on it)")
 
 
 def _sweep(args) -> int:
