@@ -9,7 +9,8 @@ command, never at the top, and torch never.
 
 from __future__ import annotations
 
-from scalinglab.cli.tables import group_text, need_column, read_csv, select_rows, split_groups
+from scalinglab.cli.tables import (check_method, check_resampling, group_text, need_column, read_csv,
+                                   select_rows, split_groups)
 
 # CLI role -> (its default column in a CSV, the registry role that names it for a --dataset).
 # The registry's vocabulary is the one `scalinglab fit` reads (n, d, c, loss); only "run" is
@@ -110,12 +111,8 @@ def _run(args) -> int:
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
 
-    if args.method not in envelope.METHODS:
-        raise UserError(f"--method must be one of {', '.join(envelope.METHODS)}, not {args.method!r}")
-    if args.bootstrap < 0:
-        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, not {args.seed}")
+    check_method(args.method, envelope.METHODS)
+    check_resampling(args)
     if not 0 < args.level < 1:  # also catches nan
         raise UserError(f"--level must lie strictly between 0 and 1 (e.g. 0.95), not {args.level}")
     group_by = [c.strip() for c in (args.group_by or "").split(",") if c.strip()]

@@ -91,6 +91,7 @@ def _run(args) -> int:
     import numpy as np
 
     from scalinglab import fit as F
+    from scalinglab.cli.tables import check_resampling
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
 
@@ -103,10 +104,7 @@ def _run(args) -> int:
             d_col = roles.get("d", "D")
         else:
             c_col = roles["c"]
-    if args.bootstrap < 0:
-        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, not {args.seed}")
+    check_resampling(args)
     if args.compute:
         F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)

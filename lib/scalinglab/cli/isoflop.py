@@ -8,7 +8,8 @@ inside the command (the optima need it), never at the top, and torch never.
 
 from __future__ import annotations
 
-from scalinglab.cli.tables import group_text, need_column, read_csv, select_rows, split_groups
+from scalinglab.cli.tables import (check_method, check_resampling, group_text, need_column, read_csv,
+                                   select_rows, split_groups)
 
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
 # budget_optima's own default, passed explicitly because the check for a wrong
@@ -70,12 +71,8 @@ def _run(args) -> int:
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
 
-    if args.method not in isoflop.METHODS:
-        raise UserError(f"--method must be one of {', '.join(isoflop.METHODS)}, not {args.method!r}")
-    if args.bootstrap < 0:
-        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, not {args.seed}")
+    check_method(args.method, isoflop.METHODS)
+    check_resampling(args)
     if args.noise is not None and not args.noise > 0:  # also catches nan
         raise UserError(f"--noise must be a positive number, not {args.noise}")
     group_by = [c.strip() for c in (args.group_by or "").split(",") if c.strip()]

@@ -1,6 +1,7 @@
-"""Table helpers shared by the CLI commands that read a table of runs with pandas (`isoflop`,
-`envelope`): reading a CSV, checking columns, selecting rows (--where, --drop-flagged) and
-splitting into groups (--group-by). pandas is imported inside, never at the top."""
+"""Helpers shared by the CLI commands that fit a table of runs: argument checks (all three fitting
+commands), and, for those that read it with pandas (`isoflop`, `envelope`), reading a CSV, checking
+columns, selecting rows (--where, --drop-flagged) and splitting into groups (--group-by). pandas is
+imported inside, never at the top."""
 
 from __future__ import annotations
 
@@ -8,6 +9,23 @@ from __future__ import annotations
 # but hand-made CSVs say yes/no or 1/0; anything else is an error, not a guess.
 TRUE = {"true", "t", "yes", "y", "1", "1.0"}
 FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
+
+
+def check_resampling(args) -> None:
+    """--bootstrap and --seed, as every fitting command takes them: counts, so not negative."""
+    from scalinglab.errors import UserError
+
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, not {args.seed}")
+
+
+def check_method(method: str, methods) -> None:
+    from scalinglab.errors import UserError
+
+    if method not in methods:
+        raise UserError(f"--method must be one of {', '.join(methods)}, not {method!r}")
 
 
 def read_csv(path: str):
