@@ -133,13 +133,19 @@ def test_subprocess_exit_code_and_no_traceback(tmp_path):
     assert proc.stderr.startswith("scalinglab fit: error:") and "Traceback" not in proc.stderr
 
 
-def test_fit_start_imports_no_heavy_modules(runs_csv):
+def heavy_modules_after(argv: list[str]) -> str:
+    """The heavy libraries loaded after running `scalinglab ARGV` in a fresh interpreter, as printed."""
     code = ("import sys; from scalinglab.cli import main; "
-            f"main(['fit', {str(runs_csv)!r}, '--n-col', 'params', '--d-col', 'tokens', '--loss-col', 'final_loss']); "
+            f"main({argv!r}); "
             "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'statsmodels', 'matplotlib', 'seaborn') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_fit_start_imports_no_heavy_modules(runs_csv):
+    argv = ["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss"]
+    assert heavy_modules_after(argv) == "[]"
 
 
 # --- held-out checks: --where, --holdout, --predict ---------------------------
@@ -218,12 +224,8 @@ def test_predict_names_the_other_file(runs_csv, tmp_path, capsys):
 
 
 def test_holdout_start_imports_no_heavy_modules(runs_csv):
-    code = ("import sys; from scalinglab.cli import main; "
-            f"main(['fit', {str(runs_csv)!r}, *{FIT_COLS!r}, '--where', 'params>0', '--holdout', 'tokens>1e11']); "
-            "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'statsmodels', 'matplotlib', 'seaborn') "
-            "if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    argv = ["fit", str(runs_csv), *FIT_COLS, "--where", "params>0", "--holdout", "tokens>1e11"]
+    assert heavy_modules_after(argv) == "[]"
 
 
 def test_gadre_holdout_from_the_registry(mirror, capsys):
