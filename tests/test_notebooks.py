@@ -11,7 +11,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # The headline keys each notebook's summary.json must hold (from the issues).
 REQUIRED_KEYS = {
     "01_chinchilla_fit": ["fits", "bootstrap", "hoffmann_test", "mean_trap", "corrected", "approach2", "approach1"],
-    "02_kaplan_vs_hoffmann": ["pearce_song", "porian_exponents", "kaplan_counting_real"],
+    "02_kaplan_vs_hoffmann": ["pearce_song", "porian_exponents", "kaplan_counting_real", "warmup_gadre_grid"],
     "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "truthfulqa_family_trends"],
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction"],
 }
