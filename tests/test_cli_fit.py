@@ -272,3 +272,97 @@ def test_usage_mistakes_are_one_line_too(capsys, argv):
         main(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and "error:" in err and "--help" in err
+
+
+# --- constraints (--fix, --tie-exponents) and --plot ---------------------------
+
+TIED = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.36, beta=0.36)
+
+
+@pytest.fixture
+def tied_csv(tmp_path):
+    """8 noiseless runs of a law with alpha = beta: too few for the free fit, enough for a tied one."""
+    N = np.array([1e8, 1e8, 3e8, 3e8, 1e9, 1e9, 3e9, 3e9])
+    D = np.array([2e9, 2e10, 5e9, 5e10, 1e10, 1e11, 2e10, 2e11])
+    path = tmp_path / "tied.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{TIED.loss(n, d):.17g}\n" for n, d in zip(N, D)))
+    return path
+
+
+def test_eight_runs_need_a_constraint(tied_csv, capsys):
+    assert main(["fit", str(tied_csv)]) == 2
+    assert "need at least 10 runs to fit E, A, B, alpha, beta; got 8" in capsys.readouterr().err
+    out = run_json(capsys, tied_csv, "--tie-exponents", "--bootstrap", "30")
+    assert out["tie_exponents"] is True and out["n_free"] == 4 and out["fixed"] == {}
+    assert out["alpha"] == out["beta"] == pytest.approx(0.36, rel=1e-6) and out["a"] == 0.5
+    # Noiseless: every resample that converges is the same law, so no spread in beta either.
+    assert out["bootstrap"]["se"]["beta"] == out["bootstrap"]["se"]["alpha"] < 1e-6
+
+
+def test_fix_is_case_insensitive_repeatable_and_in_the_json(runs_csv, capsys):
+    out = run_json(capsys, runs_csv, *FIT_COLS, "--fix", "e=1.8", "--fix", "ALPHA=0.35", "--bootstrap", "20",
+                   "--compute", "1e22")
+    assert out["fixed"] == {"E": 1.8, "alpha": 0.35} and out["n_free"] == 3
+    assert out["E"] == 1.8 and out["alpha"] == 0.35 and out["beta"] == pytest.approx(TRUE.beta, rel=1e-6)
+    assert out["bootstrap"]["se"]["E"] == 0 and out["bootstrap"]["ci"]["alpha"] == [0.35, 0.35]
+    assert out["compute_optimal"][0]["n_opt"] == pytest.approx(TRUE.n_opt(1e22), rel=1e-4)
+
+
+def test_human_output_marks_fixed_and_tied_parameters(runs_csv, capsys):
+    assert main(["fit", str(runs_csv), *FIT_COLS, "--fix", "E=1.8", "--tie-exponents", "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "constraints: E fixed at 1.8, beta tied to alpha; 3 free parameters (at least 6 runs needed)" in out
+    table = out.split("\n\n")[1].splitlines()[1:]  # the parameter rows, between blank lines
+    rows = {line.split()[0]: line for line in table}
+    assert list(rows) == ["E", "A", "B", "alpha", "beta", "a", "b"]
+    assert rows["E"].split()[1:] == ["1.8", "fixed"]
+    assert "= alpha (tied)" in rows["beta"] and "[" not in rows["beta"]
+    assert "[" in rows["alpha"] and "= 0.5" in rows["a"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fix", "E"], "--fix 'E': expected NAME=VALUE"),
+    (["--fix", "gamma=1"], "--fix gamma=1: unknown parameter 'gamma'; one of E, A, B, alpha, beta"),
+    (["--fix", "E=high"], "--fix E=high: fixed E must be a number, not 'high'"),
+    (["--fix", "A=-3"], "--fix A=-3: fixed A must be a positive number, not -3"),
+    (["--fix", "alpha=0", "--fix", "beta=0"], "--fix alpha=0: fixed alpha must be positive, not 0"),
+    (["--fix", "alpha=0.3", "--fix", "beta=0.4", "--tie-exponents"],
+     "--fix alpha=0.3 --fix beta=0.4 --tie-exponents: tied exponents need alpha = beta"),
+    (["--fix", "E=1", "--fix", "e=2"], "E is fixed twice (1 and 2)"),
+    (["--fix", "E=1", "--fix", "A=1", "--fix", "B=1", "--fix", "beta=0.3", "--tie-exponents"], "nothing to fit"),
+    (["--fix", "E=2.5"], "E = 2.5 puts the law at 2.5 or above"),
+    (["--plot", "fit.jpg"], "--plot fit.jpg: the file must end in .png, .pdf, .svg"),
+    (["--plot", "no/such/folder/fit.png"], "--plot no/such/folder/fit.png: no folder"),
+])
+def test_bad_constraints_and_plot_paths_exit_2_with_one_line(runs_csv, capsys, argv, message):
+    assert main(["fit", str(runs_csv), *FIT_COLS, *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_plot_writes_a_png_with_held_out_runs(runs_csv, tmp_path, capsys):
+    png = tmp_path / "fit.png"
+    out = run_json(capsys, runs_csv, *FIT_COLS, "--holdout", "tokens>1e11", "--tie-exponents", "--plot", png)
+    assert out["plot"] == str(png)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a figure, not an empty canvas
+    from matplotlib import image
+
+    h, w = image.imread(png).shape[:2]
+    assert w > 600 and h > 600
+    svg = tmp_path / "fit.svg"
+    assert main(["fit", str(runs_csv), *FIT_COLS, "--plot", str(svg)]) == 0
+    assert f"plot written to {svg}" in capsys.readouterr().out
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+
+
+def test_a_bad_plot_path_fails_before_the_fit(runs_csv, tmp_path, capsys):
+    # A bootstrap of 10⁶ resamples would take minutes: the error must come first.
+    assert main(["fit", str(runs_csv), *FIT_COLS, "--bootstrap", "1000000", "--plot", str(tmp_path / "f.gif")]) == 2
+    assert "--plot" in capsys.readouterr().err and not list(tmp_path.glob("f.*"))
+
+
+def test_constraints_import_no_heavy_modules_and_plot_imports_only_matplotlib(runs_csv, tmp_path):
+    argv = ["fit", str(runs_csv), *FIT_COLS, "--fix", "E=1.8", "--tie-exponents"]
+    assert heavy_modules_after(argv) == "[]"
+    assert heavy_modules_after(argv + ["--plot", str(tmp_path / "f.png")]) == "['matplotlib']"

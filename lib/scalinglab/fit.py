@@ -17,11 +17,18 @@ the true objective), and the bootstrap re-fits every row resample at once in
 the same solver, warm-started from the point estimate, each resample being a
 row of resample counts used as weights. ``bench/bench_fit.py`` checks the
 result against scipy's L-BFGS-B run from every start.
+
+Constraints (``FitOptions(fixed=..., tie_exponents=...)``) hold parameters at
+given values or tie β to α (Gadre et al. 2024's form). The solver then moves
+only the free coordinates φ, with θ = c + T·φ (``Parametrisation``), so a
+constrained fit is the same Newton solver on fewer coordinates, not a box
+squeezed shut; the grid is projected onto φ and deduplicated.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +38,15 @@ from scalinglab.errors import UserError
 
 PARAMS = ("E", "A", "B", "alpha", "beta")
 THETA = ("e", "a", "b", "alpha", "beta")  # the optimiser's coordinates: e, a, b are logs of E, A, B
-MIN_ROWS = 10  # five parameters and a robust loss: keep at least as many residual degrees of freedom
+
+
+def min_rows(n_free: int) -> int:
+    """Runs needed to fit ``n_free`` parameters: twice as many. A robust loss on few runs can fit
+    almost anything, so keep at least as many residual degrees of freedom as free parameters."""
+    return 2 * n_free
+
+
+MIN_ROWS = min_rows(len(PARAMS))  # 10 for the full law
 
 
 def hoffmann_grid() -> np.ndarray:
@@ -60,6 +75,152 @@ class FitOptions:
     status_gtol: float = 1e-7      # a result is "converged" below this, else "max_iter"
     batch_iters: int = 500         # batched Newton iterations, at most (most need < 15)
     batch_tol: float = 1e-10       # ...or when every |Δθ| is below this
+    # Constraints: parameters held at a value, as (name, value) pairs (a dict is accepted; names are
+    # case-insensitive and come out in PARAMS order), and beta tied to alpha. Fixing one exponent of a
+    # tied pair fixes both. Invalid or degenerate combinations are a UserError here, at construction.
+    fixed: tuple[tuple[str, float], ...] = ()
+    tie_exponents: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
+        object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
+
+
+def param_name(name: str) -> str:
+    """The PARAMS spelling of a parameter name given in any case, or a UserError."""
+    canon = {p.lower(): p for p in PARAMS}.get(str(name).strip().lower())
+    if canon is None:
+        raise UserError(f"unknown parameter {str(name).strip()!r}; one of {', '.join(PARAMS)}")
+    return canon
+
+
+def fixed_value(name: str, value) -> float:
+    """A value ``name`` may be fixed at, or a UserError saying why not."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"fixed {name} must be a number, not {value!r}") from None
+    if name in ("alpha", "beta") and v == 0:
+        term = "A/N^alpha" if name == "alpha" else "B/D^beta"
+        raise UserError(f"fixed {name} must be positive, not 0: at 0, {term} is a constant, which E already is")
+    if not np.isfinite(v) or v <= 0:
+        raise UserError(f"fixed {name} must be a positive number, not {v:g}")
+    return v
+
+
+def normalise_fixed(fixed, tie_exponents: bool = False) -> tuple[tuple[str, float], ...]:
+    """Fixed parameters as ((name, value), ...) in PARAMS order, checked; see ``FitOptions``."""
+    pairs = fixed.items() if isinstance(fixed, Mapping) else fixed
+    out: dict[str, float] = {}
+    for name, value in pairs:
+        canon = param_name(name)
+        v = fixed_value(canon, value)
+        if canon in out:
+            raise UserError(f"{canon} is fixed twice ({out[canon]:g} and {v:g})")
+        out[canon] = v
+    if tie_exponents:
+        if "alpha" in out and "beta" in out and out["alpha"] != out["beta"]:
+            raise UserError(f"tied exponents need alpha = beta, but they are fixed at {out['alpha']:g} "
+                            f"and {out['beta']:g}")
+        for a, b in (("alpha", "beta"), ("beta", "alpha")):
+            if a in out:
+                out.setdefault(b, out[a])
+    if len(out) == len(PARAMS):
+        raise UserError("every parameter is fixed: there is nothing to fit")
+    return tuple((p, out[p]) for p in PARAMS if p in out)
+
+
+@dataclass(frozen=True)
+class Parametrisation:
+    """The coordinates φ the solver moves under constraints, with θ = c + T·φ.
+
+    φ holds the free coordinates of θ (beta dropped when tied to alpha); c holds the fixed values
+    (log E, log A, log B for E, A, B). T is 0/1, so θ is built from φ by assignment, and a fixed value
+    or a tie holds bit for bit in every solution and bootstrap replicate. In φ the gradient is Tᵀg and
+    the Hessian TᵀHT, and the box is θ's, intersected for a tied pair.
+    """
+
+    free: tuple[int, ...] = tuple(range(len(PARAMS)))   # θ index of each φ coordinate
+    fixed: tuple[tuple[int, float], ...] = ()           # (θ index, θ value)
+    tied: tuple[tuple[int, int], ...] = ()              # (θ index, φ index it copies)
+
+    @property
+    def identity(self) -> bool:
+        return self.free == tuple(range(len(PARAMS))) and not self.tied
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The free parameters, one per φ coordinate (alpha stands for a tied pair)."""
+        return tuple(PARAMS[i] for i in self.free)
+
+    @property
+    def T(self) -> np.ndarray:
+        T = np.zeros((len(PARAMS), len(self.free)))
+        T[list(self.free), np.arange(len(self.free))] = 1.0
+        for i, k in self.tied:
+            T[i, k] = 1.0
+        return T
+
+    def spread(self, x: np.ndarray, fill) -> np.ndarray:
+        """(…, 5) from φ-shaped ``x``: free coordinates from x, tied ones copied, fixed ones from ``fill``
+        ((θ index, value) pairs)."""
+        x = np.asarray(x)
+        out = np.empty(x.shape[:-1] + (len(PARAMS),), x.dtype)
+        for i, v in fill:
+            out[..., i] = v
+        out[..., list(self.free)] = x
+        for i, k in self.tied:
+            out[..., i] = x[..., k]
+        return out
+
+    def theta(self, phi: np.ndarray) -> np.ndarray:
+        return phi if self.identity else self.spread(np.asarray(phi, float), self.fixed)
+
+    def phi(self, theta: np.ndarray) -> np.ndarray:
+        return theta if self.identity else np.asarray(theta, float)[..., list(self.free)]
+
+    def grad(self, g: np.ndarray) -> np.ndarray:
+        return g if self.identity else g @ self.T
+
+    def hessian(self, H: np.ndarray) -> np.ndarray:
+        if self.identity:
+            return H
+        T = self.T
+        return T.T @ H @ T
+
+    def box(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.identity:
+            return lo, hi
+        plo, phi_ = np.array(lo, float)[list(self.free)], np.array(hi, float)[list(self.free)]
+        for i, k in self.tied:
+            plo[k], phi_[k] = max(plo[k], lo[i]), min(phi_[k], hi[i])
+        return plo, phi_
+
+    def clip(self, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """θ with its free coordinates clipped to the box (fixed values are never moved)."""
+        if self.identity:
+            return np.clip(theta, lo, hi)
+        return self.theta(np.clip(self.phi(theta), *self.box(lo, hi)))
+
+
+def parametrisation(options: FitOptions | None = None) -> Parametrisation:
+    """The solver's coordinates for these options' constraints."""
+    opts = options or FitOptions()
+    fixed = dict(opts.fixed)
+    ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")
+    tied = opts.tie_exponents and "beta" not in fixed  # both fixed: nothing left to tie
+    free = tuple(i for i, p in enumerate(PARAMS) if p not in fixed and not (tied and i == ib))
+    # θ holds E, A and B as logs (THETA), the exponents as they are.
+    as_theta = {p: float(np.log(v)) if p in ("E", "A", "B") else v for p, v in fixed.items()}
+    return Parametrisation(free=free, fixed=tuple((PARAMS.index(p), v) for p, v in as_theta.items()),
+                           tied=((ib, free.index(ia)),) if tied else ())
+
+
+def _exact_fixed(params: np.ndarray, options: FitOptions) -> np.ndarray:
+    """Parameter rows with fixed columns set to the values given: exp(log E) can miss E by an ulp."""
+    for name, value in options.fixed:
+        params[..., PARAMS.index(name)] = value
+    return params
 
 
 @dataclass(frozen=True)
@@ -115,6 +276,8 @@ class Bootstrap:
     n_failed: int                  # replicates that hit max_iter or an artificial bound (excluded)
     level: float
     seed: int
+    free: tuple[str, ...] = PARAMS  # the fit's free parameters (alpha stands for a tied pair)
+    constant: tuple[str, ...] = ()  # names the constraints hold constant (fixed; a and b when tied)
 
     def column(self, name: str) -> np.ndarray:
         if name in PARAMS:
@@ -135,7 +298,8 @@ class Bootstrap:
         """Standard deviations across replicates; NaN with fewer than two (e.g. every one at a bound)."""
         if len(self.samples) < 2:
             return {k: float("nan") for k in self.names}
-        return {k: float(np.std(self.column(k), ddof=1)) for k in self.names}
+        # Constant by construction: exactly 0, where np.std of equal values can leave a last-digit residue.
+        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
 
     @property
     def ci(self) -> dict[str, tuple[float, float]]:
@@ -156,11 +320,15 @@ class Bootstrap:
         return np.cov(_to_theta(self.samples), rowvar=False)
 
     def wald_test(self, estimate: ScalingLaw, law: ScalingLaw) -> tuple[float, float]:
-        """χ² (5 df) of ``law`` against ``estimate`` with the bootstrap covariance in log space; (χ², p)."""
+        """χ² of ``law`` against ``estimate`` with the bootstrap covariance in log space; (χ², p).
+
+        Over the free parameters only (5 df without constraints): fixed and tied ones have no spread,
+        so the constraints are taken as given and ``law`` is judged on the rest."""
         from scipy import stats
 
-        diff = estimate.theta - law.theta
-        chi2 = float(diff @ np.linalg.solve(self.cov_log, diff))
+        idx = [PARAMS.index(k) for k in self.free]
+        diff = (estimate.theta - law.theta)[idx]
+        chi2 = float(diff @ np.linalg.solve(self.cov_log[np.ix_(idx, idx)], diff))
         return chi2, float(stats.chi2.sf(chi2, df=len(diff)))
 
     def tokens_per_param(self, C: float) -> np.ndarray:
@@ -188,11 +356,31 @@ class FitResult(ScalingLaw):
     def law(self) -> ScalingLaw:
         return ScalingLaw(*(getattr(self, k) for k in PARAMS))
 
+    @property
+    def fixed(self) -> dict[str, float]:
+        """Parameters held at a value, by name."""
+        return dict(self.options.fixed)
+
+    @property
+    def tied(self) -> bool:
+        """Whether beta was tied to alpha (and not fixed with it)."""
+        return bool(parametrisation(self.options).tied)
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """The parameters the fit estimated (alpha stands for a tied pair)."""
+        return parametrisation(self.options).names
+
+    @property
+    def n_free(self) -> int:
+        return len(self.free)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self.params(), "a": self.a, "b": self.b, "status": self.status,
                                "at_bound": list(self.at_bound), "objective": self.objective,
                                "n_rows": self.n_rows, "n_starts": self.n_starts,
-                               "delta": self.options.delta}
+                               "delta": self.options.delta, "fixed": self.fixed,
+                               "tie_exponents": self.tied, "n_free": self.n_free}
         if self.bootstrap is not None:
             bs = self.bootstrap
             out["bootstrap"] = {"n_boot": bs.n_boot, "n_failed": bs.n_failed, "level": bs.level,
@@ -303,7 +491,7 @@ def _newton_and_irls(theta, W, logN, logD, logL, delta):
 
 
 def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=None, upper=None,
-                  max_iter=100, tol=1e-8, gtol=1e-9):
+                  max_iter=100, tol=1e-8, gtol=1e-9, param: Parametrisation | None = None):
     """Minimise the summed (weighted) Huber objective from K starts at once.
 
     Each iteration takes a Newton step where the exact Hessian is positive
@@ -314,22 +502,36 @@ def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=N
     converged means the projected gradient is below ``gtol`` (the summed
     objective's scale) or the last step moved every coordinate less than
     ``tol``.
+
+    ``param`` (from ``parametrisation``) restricts the search to the free
+    coordinates φ: steps, box and convergence tests are in φ, and θ (K, 5)
+    comes back with fixed and tied coordinates exact.
     """
-    theta = np.array(theta0, float, copy=True)
-    K = len(theta)
-    W = np.ones((1, len(logL))) if weights is None else np.asarray(weights, float)
+    P = param if param is not None and not param.identity else None
     lo = np.full(5, -np.inf) if lower is None else np.asarray(lower, float)
     hi = np.full(5, np.inf) if upper is None else np.asarray(upper, float)
+    # Below, theta, lo and hi are the solver's coordinates: θ itself, or φ under constraints.
+    if P is None:
+        theta = np.array(theta0, float, copy=True)
+    else:
+        theta = P.phi(np.asarray(theta0, float))
+        lo, hi = P.box(lo, hi)
+
+    def full(x):  # the solver's coordinates -> θ
+        return x if P is None else P.theta(x)
+
+    K = len(theta)
+    W = np.ones((1, len(logL))) if weights is None else np.asarray(weights, float)
     theta = np.clip(theta, lo, hi)
     lam = np.full(K, 1e-8)
     active = np.ones(K, bool)
     converged = np.zeros(K, bool)
 
-    def obj(th, Wt):  # th is (K, 5), so objective returns one value per start
-        return objective(th, logN, logD, logL, delta, weights=Wt)
+    def obj(th, Wt):  # th is (K, m), so objective returns one value per start
+        return objective(full(th), logN, logD, logL, delta, weights=Wt)
 
     f = obj(theta, W)
-    eye = np.eye(5)
+    eye = np.eye(theta.shape[1])
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
         if idx.size == 0:
@@ -337,7 +539,9 @@ def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=N
         th = theta[idx]
         Wi = W if W.shape[0] == 1 else W[idx]
         Wi_full = np.broadcast_to(Wi, (idx.size, W.shape[1]))
-        g, H_newton, H_irls = _newton_and_irls(th, Wi_full, logN, logD, logL, delta)
+        g, H_newton, H_irls = _newton_and_irls(full(th), Wi_full, logN, logD, logL, delta)
+        if P is not None:  # chain rule through θ = c + T·φ
+            g, H_newton, H_irls = P.grad(g), P.hessian(H_newton), P.hessian(H_irls)
         small = np.max(np.abs(_projected_grad(th, g, lo, hi)), axis=1) < gtol
         eig = np.linalg.eigvalsh(H_newton)
         newton_ok = eig[:, 0] > 1e-10 * np.abs(eig[:, -1])
@@ -367,7 +571,7 @@ def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=N
         done = small | (accepted & (moved < tol)) | ~accepted
         converged[idx[done]] = small[done] | (accepted[done] & (moved[done] < tol))
         active[idx[done]] = False
-    return theta, f, converged
+    return full(theta), f, converged
 
 
 # --- data checks -----------------------------------------------------------
@@ -385,32 +589,92 @@ def positive_logs(values, name: str) -> np.ndarray:
     return np.log(x)
 
 
-def check_identifiable(N, D, L, names=("N", "D", "loss")) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Logs of N, D, L as float arrays, or a UserError saying why the law cannot be fitted."""
+def describe_free(options: FitOptions | None = None) -> str:
+    """The free parameters in words, e.g. 'E, A, B, alpha (beta = alpha)'."""
+    P = parametrisation(options)
+    return ", ".join(P.names) + (" (beta = alpha)" if P.tied else "")
+
+
+def check_identifiable(N, D, L, names=("N", "D", "loss"),
+                       options: FitOptions | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logs of N, D, L as float arrays, or a UserError saying why the law cannot be fitted
+    (with ``options``' constraints: fixed parameters need no data)."""
     arrays = [positive_logs(x, name) for x, name in zip((N, D, L), names)]
     logN, logD, logL = arrays
-    if len(logN) < MIN_ROWS:
-        raise UserError(f"need at least {MIN_ROWS} runs to fit E, A, B, alpha, beta; got {len(logN)}")
-    for x, name in ((logN, names[0]), (logD, names[1])):
-        if np.unique(np.round(x, 6)).size < 3:
-            raise UserError(f"column {name!r} takes fewer than 3 distinct values: its exponent cannot be identified")
-    # D ∝ N^k (e.g. every run at 20 tokens per parameter) confounds A/N^α with B/D^β.
+    P = parametrisation(options)
+    free = set(P.names)
+    if len(logN) < min_rows(len(free)):
+        raise UserError(f"need at least {min_rows(len(free))} runs to fit {describe_free(options)}; "
+                        f"got {len(logN)}")
+    # How many distinct N and D. With D varying at each N, the runs pin the N term A/N^alpha only up
+    # to a constant (E absorbs it): through the k_N − 1 differences between its k_N distinct values;
+    # likewise the D term through k_D − 1. Their common level is one more equation, spent on E when E
+    # is free. Each free parameter needs an equation of its own: A and alpha from N's differences, B
+    # and beta from D's, a tied exponent from either, and any one of them from the level when E is
+    # fixed. So the full law needs 3 distinct N and 3 distinct D (as Hoffmann's form always did), with
+    # alpha fixed 2 distinct N are enough, and with E fixed as well a single N.
+    spare_level = int("E" not in free)
+    spare = {}
+    for col, term in ((names[0], ("A", "alpha")), (names[1], ("B", "beta"))):
+        x = logN if term[0] == "A" else logD
+        k = np.unique(np.round(x, 6)).size
+        own = [p for p in term if p in free and not (P.tied and p == "alpha")]
+        short = max(0, len(own) - (k - 1))
+        borrowed = min(short, spare_level)
+        spare_level -= borrowed
+        if short > borrowed:
+            easier = [p for p in (term[1], "E") if p in free and (p == "E" or len(own) == 2)]
+            hint = f" (fixing {' or '.join(easier)} needs one fewer)" if easier else ""
+            raise UserError(f"column {col!r} takes fewer than {len(own) + 1 - borrowed} distinct values: "
+                            f"{' and '.join(own)} cannot be identified{hint}")
+        spare[col] = k - 1 - (len(own) - short)
+    if P.tied and sum(spare.values()) + spare_level < 1:
+        raise UserError(f"neither {names[0]!r} nor {names[1]!r} takes enough distinct values to identify "
+                        "the tied exponent alpha = beta")
+    # D ∝ N^k (e.g. every run at 20 tokens per parameter) confounds A/N^α with B/D^β, unless one of
+    # the two terms is fixed outright and so needs no telling apart.
+    fixed = dict(options.fixed) if options else {}
+    whole_term_fixed = {"A", "alpha"} <= fixed.keys() or {"B", "beta"} <= fixed.keys()
     X = np.column_stack([np.ones_like(logN), logN])
     resid = logD - X @ np.linalg.lstsq(X, logD, rcond=None)[0]
-    if resid.std() < 1e-2:
+    if resid.std() < 1e-2 and not whole_term_fixed:
         raise UserError(f"log {names[1]} is a linear function of log {names[0]} (D ∝ N^k, e.g. a fixed "
                         "tokens-per-parameter ratio): A/N^alpha and B/D^beta cannot be told apart; "
                         "vary D at fixed N")
+    _check_below_fixed_floor(np.exp(logN), np.exp(logD), np.exp(logL), fixed, names)
     return logN, logD, logL
+
+
+def _check_below_fixed_floor(N, D, L, fixed: dict[str, float], names) -> None:
+    """Every loss above what the fixed parts of the law already add up to: the law never goes below
+    E plus any fully fixed term, so a run under that floor contradicts the constraints."""
+    floor = np.zeros_like(L)
+    parts = []
+    if "E" in fixed:
+        floor += fixed["E"]
+        parts.append(f"E = {fixed['E']:g}")
+    for scale, exp, x, col in (("A", "alpha", N, names[0]), ("B", "beta", D, names[1])):
+        if scale in fixed and exp in fixed:
+            floor += fixed[scale] / x ** fixed[exp]
+            parts.append(f"the fixed {scale}/{col}^{exp}")
+    bad = np.flatnonzero(L <= floor)
+    if parts and bad.size:
+        i = bad[0]
+        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but row {i} has "
+                        f"{names[2]} {L[i]:.4g} ({bad.size} row(s) at or below the law's floor): fix a smaller value")
 
 
 # --- the fit ---------------------------------------------------------------
 
 
 def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
-    """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width)."""
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    return np.minimum(theta - lo, hi - theta) < 1e-6 * (hi - lo)
+    """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width); a fixed one never
+    does (it was given, not found), a tied beta does when its alpha does."""
+    P = parametrisation(opts)
+    lo, hi = P.box(np.asarray(opts.lower), np.asarray(opts.upper))
+    x = P.phi(theta)
+    flags = np.minimum(x - lo, hi - x) < 1e-6 * (hi - lo)
+    return flags if P.identity else P.spread(flags, [(i, False) for i, _ in P.fixed])
 
 
 # Lower bounds that stand for a parameter's natural limit: E, A or B at e^-20 ≈ 2e-9 is zero, and an
@@ -435,13 +699,19 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
     distinct solutions are then solved to convergence and the lowest wins.
     numpy only: scipy stays off this path so that the CLI starts fast.
+
+    With constraints in ``options`` the starts are projected onto the free
+    coordinates and deduplicated (tying the exponents leaves 900 of the 4,500).
     """
     opts = options or FitOptions()
-    logN, logD, logL = check_identifiable(N, D, L, names)
+    logN, logD, logL = check_identifiable(N, D, L, names, opts)
+    P = parametrisation(opts)
     starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
+    if not P.identity:
+        starts = P.theta(np.unique(P.phi(starts), axis=0))
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol)
-    score = objective(np.clip(starts, lo, hi), logN, logD, logL, opts.delta)
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+    score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
     thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
                                   max_iter=opts.grid_iters, **solve)
     # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
@@ -453,12 +723,12 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     best = int(np.argmin(fs))
     theta, f = thetas[best], float(fs[best])
     g = _value_and_grad(theta, logN, logD, logL, opts.delta)[1]
-    grad_norm = float(np.max(np.abs(_projected_grad(theta, g, lo, hi))))
+    grad_norm = float(np.max(np.abs(_projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
     flags = _bound_flags(theta, opts)
     at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
     ok = converged[best] and grad_norm <= opts.status_gtol
     status = "at_bound" if at_bound else ("converged" if ok else "max_iter")
-    result = FitResult(*_to_params(theta), objective=f, status=status, at_bound=at_bound,
+    result = FitResult(*_exact_fixed(_to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
                        n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm, options=opts)
     if n_boot:
         result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
@@ -492,6 +762,7 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     the data cannot tell a term from nothing.
     """
     opts = result.options
+    P = parametrisation(opts)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
     counts = resample_counts(len(logL), n_boot, seed)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
@@ -501,12 +772,15 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
         W = counts[start:start + chunk]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
-                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol)
+                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P)
         thetas.append(th)
         oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)
-    return Bootstrap(samples=_to_params(theta[ok]), converged=ok, n_boot=n_boot, n_failed=int((~ok).sum()),
-                     level=level, seed=seed)
+    fixed = dict(opts.fixed)
+    # a = β/(α+β) is 0.5 exactly when β = α, and constant when both exponents are fixed.
+    constant = tuple(fixed) + (("a", "b") if P.tied or {"alpha", "beta"} <= fixed.keys() else ())
+    return Bootstrap(samples=_exact_fixed(_to_params(theta[ok]), opts), converged=ok, n_boot=n_boot,
+                     n_failed=int((~ok).sum()), level=level, seed=seed, free=P.names, constant=constant)
 
 
 def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,

@@ -1,7 +1,7 @@
 """`scalinglab fit`: fit L(N, D) = E + A/N^alpha + B/D^beta to a table of runs, Hoffmann's way.
 
 The start stays fast: numpy and the fit itself, no pandas or scipy for a CSV
-(the file is read with the csv module), never torch or plotting libraries.
+(the file is read with the csv module), never torch; matplotlib only for --plot.
 """
 
 from __future__ import annotations
@@ -42,8 +42,41 @@ def register(sub) -> None:
     p.add_argument("--compute", action="append", type=float, metavar="C",
                    help="also say what to train at compute budget C (FLOP): N_opt, D_opt, tokens per parameter "
                         "and the loss there, with intervals when bootstrapped; repeat for several budgets")
+    p.add_argument("--fix", action="append", metavar="NAME=VALUE",
+                   help="hold a parameter at a value instead of fitting it, e.g. E=1.69 or alpha=0.34 (NAME one "
+                        "of E, A, B, alpha, beta, any case); repeat for several. Each fixed parameter lowers the "
+                        "runs needed by two")
+    p.add_argument("--tie-exponents", action="store_true",
+                   help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
+                        "parameters, so 8 runs are enough; a = b = 0.5 by construction")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also draw the runs against the fitted law (loss vs compute with the law for several N, "
+                        "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)
+
+
+def _options(args):
+    """FitOptions from --fix and --tie-exponents, or a UserError naming the flag and the value."""
+    from scalinglab import fit as F
+    from scalinglab.errors import UserError
+
+    fixed = []
+    for text in args.fix or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(F.PARAMS)}, "
+                            "e.g. --fix E=1.69")
+        try:
+            canon = F.param_name(name)
+            fixed.append((canon, F.fixed_value(canon, value.strip())))
+        except UserError as exc:
+            raise UserError(f"--fix {text}: {exc}") from None
+    try:
+        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents)
+    except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
+        flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))
+        raise UserError(f"{flags}: {exc}") from None
 
 
 def _read_csv(path: str) -> dict[str, list[str]]:
@@ -95,6 +128,7 @@ def _run(args) -> int:
     from scalinglab.errors import UserError
     from scalinglab.workbook import _jsonable
 
+    opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
     n_col = args.n_col or roles.get("n", "N")
     loss_col = args.loss_col or roles.get("loss", "loss")
@@ -107,26 +141,33 @@ def _run(args) -> int:
     check_resampling(args)
     if args.compute:
         F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
+    if args.plot:
+        from scalinglab.fitplot import check_plot_path
+
+        check_plot_path(args.plot)
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
     boot = dict(n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label
     try:
         if not (args.where or args.holdout or args.predict):
-            res = F.fit(table, drop_highest=args.drop_highest, **cols, **boot)
+            N, D, L, names = F.runs_from_table(table, drop_highest=args.drop_highest, **cols)
+            res = F.fit_arrays(N, D, L, opts, names=names, **boot)
         else:
             from scalinglab import holdout as H
 
             if args.holdout:
                 check = H.holdout(table, args.holdout, **cols, select=args.where, drop_highest=args.drop_highest,
-                                  **boot)
+                                  options=opts, **boot)
                 res = check.fit
+                N, D, L = H.runs_at(table, check.train_rows, **cols)[:3]
             else:
                 rows = np.flatnonzero(H.where(table, args.where))
                 if not rows.size:
                     raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
                 N, D, L, names = H.runs_at(table, rows, **cols)
                 keep = F.keep_below_highest(L, args.drop_highest)
-                res = F.fit_arrays(N[keep], D[keep], L[keep], names=names, **boot)
+                N, D, L = N[keep], D[keep], L[keep]
+                res = F.fit_arrays(N, D, L, opts, names=names, **boot)
     except UserError as exc:  # name the file or dataset the bad column or value came from
         raise UserError(f"{label}: {exc}") from None
     if args.predict:
@@ -141,8 +182,16 @@ def _run(args) -> int:
             raise UserError(f"{args.predict}: {exc}") from None
     predictions = getattr(check, "heldout", check)
     allocation = F.compute_optimal(res, args.compute) if args.compute else None
+    if args.plot:
+        from scalinglab.fitplot import save_fit_figure
+
+        others = None if predictions is None else (predictions.N, predictions.D, predictions.actual)
+        what = "held out" if args.holdout else f"from {check_label}"
+        save_fit_figure(args.plot, res, N, D, L, others=others, others_label=what, title=label)
     if args.json:
         out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
+        if args.plot:
+            out["plot"] = args.plot
         if args.where:
             out["where"] = list(args.where)
         if args.holdout:
@@ -162,23 +211,41 @@ def _run(args) -> int:
             what = (f"held out ({' or '.join(args.holdout)})" if args.holdout else f"predicted from {check_label}")
             print()
             print(_predictions_table(predictions, what, res.n_rows))
+        if args.plot:
+            print()
+            print(f"plot written to {args.plot}")
     return 0
 
 
 def _table(res, label: str, dropped: int) -> str:
+    from scalinglab import fit as F
+
     bs = res.bootstrap
     lines = [f"{label}: {res.n_rows} runs" + (f" ({dropped} highest losses dropped)" if dropped else "")
-             + f"; Huber delta {res.options.delta:g}, {res.n_starts} starts",
-             f"status: {res.status}" + (f" ({', '.join(res.at_bound)} at a bound)" if res.at_bound else "")
-             + f"; objective {res.objective:.6g}", ""]
+             + f"; Huber delta {res.options.delta:g}, {res.n_starts} starts"]
+    fixed = res.fixed
+    if fixed or res.tied:
+        held = [f"{k} fixed at {v:g}" for k, v in fixed.items()] + (["beta tied to alpha"] if res.tied else [])
+        lines.append(f"constraints: {', '.join(held)}; {res.n_free} free parameters "
+                     f"(at least {F.min_rows(res.n_free)} runs needed)")
+    lines += [f"status: {res.status}" + (f" ({', '.join(res.at_bound)} at a bound)" if res.at_bound else "")
+              + f"; objective {res.objective:.6g}", ""]
     head = f"{'':<7}{'estimate':>12}"
     if bs:
         head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} resamples)"
     lines.append(head)
     values = {**res.params(), "a": res.a, "b": res.b}
+    # Why a row has no spread: it was given, or follows from the constraints.
+    marks = {k: "fixed" for k in fixed}
+    if res.tied:
+        marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
+    elif {"alpha", "beta"} <= fixed.keys():
+        marks.update(a="from the fixed exponents", b="from the fixed exponents")
     for name, v in values.items():
         row = f"{name:<7}{v:>12.5g}"
-        if bs:
+        if name in marks:
+            row += f"   {marks[name]}"
+        elif bs:
             lo, hi = bs.ci[name]
             row += f"{bs.se[name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
         lines.append(row)
