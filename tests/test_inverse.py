@@ -89,3 +89,15 @@ def test_published_neqa_outputs_are_consistent_with_the_prize_metric(mirror):
     assert (per["correct"].to_numpy() == out["correct"].to_numpy()).all()
     # float64 round trip of log/exp: 1e-9 is far below the printed precision.
     assert np.allclose(per["loss"], out["loss"], atol=1e-9)
+
+
+def test_every_obsscaling_benchmark_is_used_or_its_omission_explained(mirror):
+    table = data.load("obsscaling-benchmark-eval")
+    info = {"Model", "Model Family", "Model Size (B)", "Pretraining Data Size (T)", "FLOPs (1E21)"}
+    benchmarks = set(table.columns) - info
+    # A benchmark added to the table must get an n (used) or a stated reason (unused), never vanish silently.
+    assert benchmarks == set(inverse.OBSSCALING_N) | set(inverse.OBSSCALING_UNUSED)
+    assert not set(inverse.OBSSCALING_N) & set(inverse.OBSSCALING_UNUSED)
+    long = inverse.obsscaling_long()
+    assert set(long.benchmark) == set(inverse.OBSSCALING_N)
+    assert long.flops.notna().all() and set(long.model) <= set(table.Model[table["FLOPs (1E21)"].notna()])

@@ -7,7 +7,7 @@ with statsmodels: constant, linear and quadratic in z, and compare nested fits
 by likelihood-ratio tests (deviance differences, chi-squared with 1 df).
 
 1. Any trend at all: the quadratic fit against the constant (2 df). If
-   p_trend >= alpha the trend is ``flat``: no change beyond binomial noise. This
+   p_trend >= alpha the trend is ``flat``: no change beyond the noise. This
    one gate keeps the chance of calling flat data non-flat at alpha.
 2. Shape: the trend is ``u-shaped`` (accuracy falls then rises: positive
    curvature; Wei et al. 2022's U-shaped scaling) or ``inverted-u`` when the
@@ -20,10 +20,32 @@ by likelihood-ratio tests (deviance differences, chi-squared with 1 df).
 3. Otherwise it is ``positive`` or ``inverse`` by the sign of the linear fit's
    slope (p_linear, linear vs constant, is reported alongside).
 
-The binomial variance is the floor of the real error: different models of one
-family differ by more than sampling noise. ``TrendOptions(overdispersion=True)``
-estimates a quasi-binomial scale (Pearson chi-squared / residual df of the
-quadratic fit, at least 1) and uses F tests instead; it needs at least 4 points.
+Dispersion. The binomial variance is only the floor of the real error: models
+of one family differ by more than sampling noise (data, recipe, checkpoint
+choice), and a test that ignores it finds "trends" in scatter. The
+quasi-binomial remedy multiplies the variance by a scale phi, estimated as the
+Pearson chi-squared of the quadratic fit over its residual df, and replaces the
+chi-squared tests by F tests with that df in the denominator. Where phi comes
+from is the ``dispersion`` argument:
+
+* ``"binomial"``: phi = 1, chi-squared tests (the default).
+* ``"group"``: each series estimates its own phi. A family of n models leaves
+  n - 3 residual df, so a 4-model family tests F(2, 1), whose 5% critical value
+  is about 200: it almost never rejects, whatever phi is. Kept for comparison;
+  do not read its "flat" calls as evidence of no trend.
+* ``"pooled"``: one phi for all groups of a table (``pooled_dispersion``): the
+  summed Pearson chi-squared of every group's quadratic fit over the summed
+  residual df, sum(n_i - 3), floored at 1; each group is then tested with
+  F(2, sum(n_i - 3)). This assumes the groups share a scale (e.g. families on
+  one benchmark, whose n is the same), which tiny groups cannot check for
+  themselves but can jointly estimate. Lack of quadratic fit also inflates phi,
+  so the pooled test errs on the conservative side. A pooled phi belongs to
+  the table it came from: phi ~ 1 + n * (between-model variance) / (p(1 - p)),
+  so it does not carry over to a benchmark with a different n or to other models.
+* a ``Dispersion`` object: a scale and df given from outside, stated by the caller.
+
+Many groups mean many tests: ``adjust_pvalues`` (Benjamini-Hochberg or Holm)
+and ``adjust_trends`` turn a table's p_trend into adjusted p-values and calls.
 """
 
 from __future__ import annotations
@@ -37,12 +59,35 @@ from scalinglab.errors import UserError
 
 TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "flat")
 BLANK_GROUP = "(blank)"  # the group of rows whose group column is empty
+DISPERSIONS = ("binomial", "group", "pooled")
+ADJUSTMENTS = ("fdr_bh", "holm")
 
 
 @dataclass(frozen=True)
 class TrendOptions:
     alpha: float = 0.05
-    overdispersion: bool = False
+
+
+@dataclass(frozen=True)
+class Dispersion:
+    """A quasi-binomial scale and the residual df it was estimated on (None: known, as for the binomial)."""
+
+    scale: float
+    df: float | None
+    method: str
+    raw: float = float("nan")            # Pearson chi2 / df before the floor at 1
+    pearson_chi2: float = float("nan")
+    n_groups: int = 0                    # groups that contributed residual df
+    contributions: tuple = ()            # (group, Pearson chi2, residual df) per contributing group
+
+    def largest(self) -> tuple:
+        """The contributing group with the largest Pearson chi2, and its share of the total: a pooled scale
+        that one group dominates describes that group more than the others."""
+        group, chi2, _ = max(self.contributions, key=lambda c: c[1])
+        return group, chi2 / self.pearson_chi2 if self.pearson_chi2 > 0 else float("nan")
+
+
+BINOMIAL = Dispersion(scale=1.0, df=None, method="binomial", raw=1.0)
 
 
 @dataclass(frozen=True)
@@ -51,6 +96,7 @@ class TrendResult:
     trend: str               # one of TRENDS, or "insufficient" (fewer than 3 distinct x)
     n_points: int
     p_trend: float           # quadratic vs constant (2 df): is there any trend?
+    deviance_trend: float    # binomial deviance, constant fit minus quadratic: the gate's statistic at scale 1
     slope: float             # logit accuracy per decade of x (linear fit)
     p_linear: float          # linear vs constant
     curvature: float         # quadratic coefficient, logit per decade^2
@@ -61,7 +107,10 @@ class TrendResult:
     p_below: float
     slope_above: float       # ... and right of it; a U needs both significant, of opposite signs
     p_above: float
-    scale: float             # dispersion used (1 = binomial)
+    scale: float             # dispersion used in the tests (1 = binomial)
+    df_scale: float          # residual df behind that scale (the F tests' denominator df); NaN for binomial
+    dispersion: str          # where the scale came from: binomial, group, pooled or given
+    scale_group: float       # this group's own Pearson chi2 / residual df, unfloored; NaN with no residual df
     x_min: float
     x_max: float
     test: str
@@ -92,8 +141,7 @@ def _from_log10(v: float) -> float:
         return float(np.power(10.0, v)) if np.isfinite(v) else float("nan")
 
 
-def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOptions()) -> TrendResult:
-    """Classify one series: x > 0 (compute or parameters), accuracy in [0, 1], n examples per point."""
+def _series(x, accuracy, n, group):
     x, y, n = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, accuracy, n)))
     ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(n)
     x, y, n = x[ok], y[ok], n[ok]
@@ -103,32 +151,69 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
         raise UserError(f"group {group!r}: accuracy must lie in [0, 1], got {y[(y < 0) | (y > 1)][0]}")
     if np.any(n < 1):
         raise UserError(f"group {group!r}: number of examples must be at least 1, got {n[n < 1][0]}")
+    return x, y, n
+
+
+def _quadratic(x, y, n):
+    z = np.log10(x) - np.log10(x).mean()
+    return _fit(y, n, np.column_stack([np.ones_like(z), z, z**2]))
+
+
+def _check_dispersion(dispersion, allowed):
+    if isinstance(dispersion, Dispersion):
+        if not (np.isfinite(dispersion.scale) and dispersion.scale > 0):
+            raise UserError(f"dispersion scale must be a positive number, got {dispersion.scale}")
+        return
+    if dispersion not in allowed:
+        hint = "" if "pooled" in allowed else " (a pooled scale needs a table of groups: classify_groups)"
+        raise UserError(f"unknown dispersion {dispersion!r}; choose from {', '.join(allowed)}{hint}")
+
+
+def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOptions(),
+                   dispersion: str | Dispersion = "binomial") -> TrendResult:
+    """Classify one series: x > 0 (compute or parameters), accuracy in [0, 1], n examples per point.
+
+    ``dispersion``: "binomial", "group" (the series' own quasi-binomial scale; needs 4 points and has
+    no power with few of them, see the module docstring) or a ``Dispersion`` (e.g. ``pooled_dispersion``).
+    """
+    _check_dispersion(dispersion, ("binomial", "group"))
+    x, y, n = _series(x, accuracy, n, group)
     nan = float("nan")
     base = dict(group=str(group), n_points=int(len(x)), x_min=float(x.min()) if len(x) else nan,
                 x_max=float(x.max()) if len(x) else nan)
-    if len(np.unique(x)) < 3 or (opts.overdispersion and len(x) < 4):
-        return TrendResult(trend="insufficient", p_trend=nan, slope=nan, p_linear=nan, curvature=nan, p_quadratic=nan,
-                           vertex_x=nan, vertex_inside=False, slope_below=nan, p_below=nan, slope_above=nan,
-                           p_above=nan, scale=nan,
-                           test="needs at least 3 distinct x (4 points with overdispersion)", **base)
+    if len(np.unique(x)) < 3 or (dispersion == "group" and len(x) < 4):
+        return TrendResult(trend="insufficient", p_trend=nan, deviance_trend=nan, slope=nan, p_linear=nan,
+                           curvature=nan, p_quadratic=nan, vertex_x=nan, vertex_inside=False, slope_below=nan,
+                           p_below=nan, slope_above=nan, p_above=nan, scale=nan, df_scale=nan, scale_group=nan,
+                           dispersion=dispersion if isinstance(dispersion, str) else dispersion.method,
+                           test="needs at least 3 distinct x (4 points for a group's own dispersion)", **base)
     centre = np.log10(x).mean()
     z = np.log10(x) - centre
     ones = np.ones_like(z)
     f0 = _fit(y, n, ones[:, None])
     f1 = _fit(y, n, np.column_stack([ones, z]))
     f2 = _fit(y, n, np.column_stack([ones, z, z**2]))
-    if opts.overdispersion and f2.df_resid > 0:
-        scale, df_resid = max(1.0, float(f2.pearson_chi2 / f2.df_resid)), float(f2.df_resid)
-        test = "quasi-binomial GLM (logit), F tests: quadratic vs constant (gate), quadratic vs linear"
+    own = float(f2.pearson_chi2 / f2.df_resid) if f2.df_resid > 0 else nan
+    if dispersion == "group":
+        disp = Dispersion(scale=max(1.0, own), df=float(f2.df_resid), method="group", raw=own,
+                          pearson_chi2=float(f2.pearson_chi2), n_groups=1)
+    elif dispersion == "binomial":
+        disp = BINOMIAL
     else:
-        scale, df_resid = 1.0, None
+        disp = dispersion
+    scale, df_resid = disp.scale, disp.df
+    if df_resid is None:
         test = "binomial GLM (logit), likelihood-ratio chi2 tests: quadratic vs constant (gate), quadratic vs linear"
+    else:
+        test = (f"quasi-binomial GLM (logit), {disp.method} scale {scale:.3g} on {df_resid:g} df, F tests: "
+                "quadratic vs constant (gate), quadratic vs linear")
     p_trend = _lr_p(f0.deviance, f2.deviance, scale, df_resid, df=2)
     p_lin = _lr_p(f0.deviance, f1.deviance, scale, df_resid)
     p_quad = _lr_p(f1.deviance, f2.deviance, scale, df_resid)
     b1, (c1, c2) = float(f1.params[1]), (float(f2.params[1]), float(f2.params[2]))
     vertex = -c1 / (2 * c2) if c2 != 0 else nan
     inside = bool(np.isfinite(vertex) and z.min() < vertex < z.max())
+    # With an estimated scale, the side slopes' t statistics have the df that scale was estimated on.
     (s_low, p_low), (s_high, p_high) = _two_lines(y, n, z, vertex, scale, df_resid) if inside else ((nan, nan),) * 2
     # Opposite, significant slopes on the two sides of the vertex: the curve really turns (not mere saturation).
     turns = inside and p_low < opts.alpha and p_high < opts.alpha and np.sign(s_low) == -np.sign(s_high) == -np.sign(c2)
@@ -138,13 +223,15 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
         trend = "u-shaped" if c2 > 0 else "inverted-u"
     else:
         trend = "positive" if b1 > 0 else "inverse"
-    return TrendResult(trend=trend, p_trend=p_trend, slope=b1, p_linear=p_lin, curvature=c2, p_quadratic=p_quad,
+    return TrendResult(trend=trend, p_trend=p_trend, deviance_trend=max(float(f0.deviance - f2.deviance), 0.0),
+                       slope=b1, p_linear=p_lin, curvature=c2, p_quadratic=p_quad,
                        vertex_x=_from_log10(vertex + centre), vertex_inside=inside, slope_below=s_low,
                        p_below=p_low, slope_above=s_high, p_above=p_high, scale=scale,
-                       test=f"{test}; two-lines test at the vertex; alpha={opts.alpha}", **base)
+                       df_scale=nan if df_resid is None else float(df_resid), dispersion=disp.method,
+                       scale_group=own, test=f"{test}; two-lines test at the vertex; alpha={opts.alpha}", **base)
 
 
-def _two_lines(y, n, z, vertex, scale, df_resid):
+def _two_lines(y, n, z, vertex, scale, t_df):
     """Slope and Wald p-value of a separate logit line on each side of the vertex (interrupted
     regression, Simonsohn 2018); NaN for a side with fewer than two distinct x."""
     from scipy import stats
@@ -156,17 +243,13 @@ def _two_lines(y, n, z, vertex, scale, df_resid):
             continue
         fit = _fit(y[side], n[side], np.column_stack([np.ones(side.sum()), z[side]]))
         t = fit.params[1] / (fit.bse[1] * np.sqrt(scale))
-        p = 2 * (stats.norm.sf(abs(t)) if df_resid is None else stats.t.sf(abs(t), max(df_resid - 1, 1)))
+        p = 2 * (stats.norm.sf(abs(t)) if t_df is None else stats.t.sf(abs(t), t_df))
         out.append((float(fit.params[1]), float(p)))
     return out
 
 
-def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
-                    opts: TrendOptions = TrendOptions(), source: str = "table") -> list[TrendResult]:
-    """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``).
-
-    Rows whose group is empty or blank form one more group, ``BLANK_GROUP``.
-    """
+def _groups(df, x_col, y_col, n_col, group_col, source):
+    """(label, rows) per group, numeric columns checked; rows with an empty group form ``BLANK_GROUP``."""
     for col in (x_col, y_col, n_col, group_col):
         if col is not None and col not in df.columns:
             raise UserError(f"{source}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
@@ -178,13 +261,113 @@ def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | Non
         if len(bad):
             raise UserError(f"{source}: column {col!r} is not numeric (row {bad.index[0]}: {bad.iloc[0]!r})")
         df = df.assign(**{col: values})
-    if group_col:
-        # Rows with no group value are a group of their own, listed last, never dropped: pandas'
-        # groupby would silently leave them out, and a reader would not know rows were missing.
-        labels = df[group_col]
-        blank = labels.isna() | labels.map(lambda v: isinstance(v, str) and not v.strip())
-        df = df.assign(**{group_col: labels.mask(blank)})
-        groups = [(BLANK_GROUP if pd.isna(k) else k, g) for k, g in df.groupby(group_col, sort=True, dropna=False)]
+    if not group_col:
+        return [("all", df)]
+    # Rows with no group value are a group of their own, listed last, never dropped: pandas'
+    # groupby would silently leave them out, and a reader would not know rows were missing.
+    labels = df[group_col]
+    blank = labels.isna() | labels.map(lambda v: isinstance(v, str) and not v.strip())
+    df = df.assign(**{group_col: labels.mask(blank)})
+    return [(BLANK_GROUP if pd.isna(k) else k, g) for k, g in df.groupby(group_col, sort=True, dropna=False)]
+
+
+def pooled_dispersion(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
+                      source: str = "table") -> Dispersion:
+    """One quasi-binomial scale for all groups of a table: sum of the groups' Pearson chi2 (quadratic
+    binomial fits) over sum of their residual df, n_i - 3, floored at 1.
+
+    Groups with fewer than 3 distinct x are left out; a group of 3 fits exactly and adds nothing.
+    A UserError if no group leaves a residual df (nothing to estimate a scale from).
+    """
+    parts = []
+    for label, g in _groups(df, x_col, y_col, n_col, group_col, source):
+        x, y, n = _series(g[x_col], g[y_col], g[n_col], label)
+        if len(np.unique(x)) < 3:
+            continue
+        fit = _quadratic(x, y, n)
+        if fit.df_resid > 0:
+            parts.append((label, float(fit.pearson_chi2), float(fit.df_resid)))
+    if not parts:
+        raise UserError(f"{source}: a pooled dispersion needs at least one group with 4 or more points")
+    chi2, dfree = sum(p[1] for p in parts), sum(p[2] for p in parts)
+    raw = chi2 / dfree
+    return Dispersion(scale=max(1.0, raw), df=dfree, method="pooled", raw=raw, pearson_chi2=chi2,
+                      n_groups=len(parts), contributions=tuple(parts))
+
+
+def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
+                    opts: TrendOptions = TrendOptions(), source: str = "table",
+                    dispersion: str | Dispersion = "binomial") -> list[TrendResult]:
+    """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``).
+
+    ``dispersion`` is "binomial", "group", "pooled" (``pooled_dispersion`` over this table's groups,
+    each group then tested with F(2, pooled df)) or a ``Dispersion``; see the module docstring for
+    why small groups should not estimate their own scale. Rows whose group is empty or blank form
+    one more group, ``BLANK_GROUP``.
+    """
+    _check_dispersion(dispersion, DISPERSIONS)
+    groups = _groups(df, x_col, y_col, n_col, group_col, source)
+    if dispersion == "pooled":
+        dispersion = pooled_dispersion(df, x_col, y_col, n_col, group_col, source)
+    return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts, dispersion=dispersion)
+            for k, g in groups]
+
+
+def critical_scale(result: TrendResult, alpha: float = 0.05) -> float:
+    """The largest dispersion scale, taken as known (chi-squared test), at which ``result``'s trend would
+    still pass the gate at ``alpha``: how much extra scatter the trend can stand."""
+    from scipy import stats
+
+    return float(result.deviance_trend / stats.chi2.isf(alpha, 2))
+
+
+def between_model_sd(scale: float, accuracy, n) -> float:
+    """The model-to-model standard deviation of accuracy, beyond sampling noise, that a quasi-binomial
+    scale stands for at this accuracy and n: Var = p(1 - p)/n + sd^2 = scale * p(1 - p)/n."""
+    p = np.asarray(accuracy, dtype=float)
+    return float(np.sqrt(max(scale - 1.0, 0.0) * np.mean(p * (1 - p)) / np.mean(np.asarray(n, dtype=float))))
+
+
+# -- many tests -----------------------------------------------------------------------------------
+
+
+def adjust_pvalues(p, method: str = "fdr_bh") -> np.ndarray:
+    """Multiplicity-adjusted p-values: Benjamini-Hochberg ("fdr_bh", controls the false discovery rate)
+    or Holm ("holm", the family-wise error rate). NaN (untested) entries stay NaN and do not count as tests."""
+    if method not in ADJUSTMENTS:
+        raise UserError(f"unknown p-value adjustment {method!r}; choose from {', '.join(ADJUSTMENTS)}")
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise UserError(f"p-values must lie in [0, 1], got {p[ok][(p[ok] < 0) | (p[ok] > 1)][0]}")
+    q = p[ok]
+    m = len(q)
+    if m == 0:
+        return out
+    order = np.argsort(q, kind="mergesort")
+    ranked = q[order]
+    rank = np.arange(1, m + 1)
+    if method == "fdr_bh":
+        # step-up: the smallest m/j * p_(j) over j >= i
+        adj = np.minimum.accumulate((m / rank * ranked)[::-1])[::-1]
     else:
-        groups = [("all", df)]
-    return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts) for k, g in groups]
+        # step-down: the largest (m - j + 1) * p_(j) over j <= i
+        adj = np.maximum.accumulate((m - rank + 1) * ranked)
+    res = np.empty(m)
+    res[order] = np.minimum(adj, 1.0)
+    out[ok] = res
+    return out
+
+
+def adjust_trends(table, alpha: float = 0.05, method: str = "fdr_bh"):
+    """A copy of a table of TrendResult rows (a DataFrame) with ``p_trend_adj`` (adjusted over all its
+    tested rows, one family of tests) and ``trend_adj``: the trend where p_trend_adj < alpha, else flat.
+
+    Only the gate is adjusted; a surviving trend keeps the shape its own tests gave it.
+    """
+    out = table.copy()
+    out["p_trend_adj"] = adjust_pvalues(out["p_trend"].to_numpy(dtype=float), method)
+    tested = out["trend"] != "insufficient"
+    out["trend_adj"] = out["trend"].where(~tested | (out["p_trend_adj"] < alpha), "flat")
+    return out

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+# Kept here rather than imported from scalinglab.trend, whose import path is heavier than the CLI's start allows.
+DISPERSIONS = ("binomial", "group", "pooled")
+ADJUSTMENTS = ("fdr_bh", "holm", "none")
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -11,8 +15,9 @@ def register(sub) -> None:
         help="classify each group's accuracy-vs-scale trend by a binomial GLM test",
         description="Binomial GLMs (logit) of accuracy against log10(x): constant, linear, quadratic. Flat unless "
                     "the quadratic beats the constant (LR test, 2 df); then U-shaped / inverted-U if the "
-                    "quadratic term is significant with its vertex inside the observed x range, else positive "
-                    "or inverse by the slope's sign.",
+                    "quadratic term is significant with its vertex inside the observed x range and the curve "
+                    "turns (two-lines test), else positive or inverse by the slope's sign. With several groups, "
+                    "p_trend is also adjusted for multiple testing (trend_adj: the call after adjustment).",
     )
     p.add_argument("csv", help="a CSV with one row per model")
     p.add_argument("--x-col", required=True, help="scale column: compute or parameters (positive)")
@@ -20,8 +25,13 @@ def register(sub) -> None:
     p.add_argument("--n-col", required=True, help="number of examples behind each accuracy")
     p.add_argument("--group-col", default=None, help="classify each value of this column separately")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument("--overdispersion", action="store_true",
-                   help="quasi-binomial: inflate the binomial variance by the Pearson scale (needs >= 4 points)")
+    p.add_argument("--dispersion", choices=DISPERSIONS, default="binomial",
+                   help="binomial: sampling noise only (default); pooled: one quasi-binomial scale from all "
+                        "groups' quadratic fits (Pearson chi2 / sum of n_i - 3, at least 1), F tests on that df; "
+                        "group: each group's own scale (no power with 4 or 5 points)")
+    p.add_argument("--adjust", choices=ADJUSTMENTS, default="fdr_bh",
+                   help="multiple-testing adjustment of p_trend across groups: Benjamini-Hochberg (default), "
+                        "Holm, or none")
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per group")
     p.set_defaults(func=_trend)
 
@@ -32,7 +42,7 @@ def _trend(args) -> int:
     import pandas as pd
 
     from scalinglab.errors import UserError
-    from scalinglab.trend import TrendOptions, classify_groups
+    from scalinglab.trend import TrendOptions, adjust_trends, classify_groups, pooled_dispersion
 
     path = Path(args.csv)
     if not path.is_file():
@@ -43,23 +53,38 @@ def _trend(args) -> int:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    dispersion = args.dispersion
     try:
+        if dispersion == "pooled":
+            dispersion = pooled_dispersion(df, args.x_col, args.y_col, args.n_col, args.group_col, source=str(path))
         results = classify_groups(df, args.x_col, args.y_col, args.n_col, args.group_col,
-                                  TrendOptions(alpha=args.alpha, overdispersion=args.overdispersion), source=str(path))
+                                  TrendOptions(alpha=args.alpha), source=str(path), dispersion=dispersion)
     except UserError as exc:  # name the file the bad value came from
         msg = str(exc)
         raise UserError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     if not results:  # every row lacked a group value (or there were no rows)
         raise UserError(f"{path}: no rows with a value in column {args.group_col!r}")
-    rows = [r.as_dict() for r in results]
+    table = pd.DataFrame([r.as_dict() for r in results])
+    if args.adjust != "none":
+        table = adjust_trends(table, alpha=args.alpha, method=args.adjust)
+    rows = table.to_dict(orient="records")
     if args.json:
         from scalinglab.workbook import _jsonable
 
         print(json.dumps(_jsonable(rows), indent=2, allow_nan=False))  # NaN (untestable groups) -> null
         return 0
-    width = max(len(r["group"]) for r in rows)
-    print(f"{'group':<{width}}  {'trend':<12} {'points':>6} {'p_trend':>9} {'p_linear':>9} {'p_quad':>9}")
+    width = max(len(str(r["group"])) for r in rows)
+    adj = args.adjust != "none"
+    print(f"{'group':<{width}}  {'trend':<12} {'points':>6} {'scale':>7} {'p_trend':>9} "
+          + (f"{'p_adj':>9} {'trend_adj':<12} " if adj else "") + f"{'p_linear':>9} {'p_quad':>9}")
     for r in rows:
-        print(f"{r['group']:<{width}}  {r['trend']:<12} {r['n_points']:>6} {r['p_trend']:>9.3g} "
-              f"{r['p_linear']:>9.3g} {r['p_quadratic']:>9.3g}")
+        print(f"{r['group']!s:<{width}}  {r['trend']:<12} {r['n_points']:>6} {r['scale']:>7.3g} {r['p_trend']:>9.3g} "
+              + (f"{r['p_trend_adj']:>9.3g} {r['trend_adj']:<12} " if adj else "")
+              + f"{r['p_linear']:>9.3g} {r['p_quadratic']:>9.3g}")
+    if args.dispersion == "pooled":
+        print(f"pooled dispersion: scale {dispersion.scale:.3g} (Pearson chi2 / df = {dispersion.raw:.3g}, floored "
+              f"at 1) on {dispersion.df:g} residual df from {dispersion.n_groups} groups' quadratic fits")
+    if adj:
+        print(f"p_adj: {args.adjust} over {int(table.p_trend.notna().sum())} tests; trend_adj is flat where "
+              f"p_adj >= {args.alpha}")
     return 0
