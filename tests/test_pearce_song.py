@@ -1,11 +1,12 @@
-"""Kaplan's counting measured on runs: Gemstones' non-embedding N, paired counting shifts, the law on a real design."""
+"""Kaplan's counting measured on runs: non-embedding N (Gemstones, Gadre et al.), paired counting shifts,
+the law on a real design, and measured against simulated on the same resamples."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from scalinglab import envelope, flops, gemstones, laws, pearce_song
-from scalinglab.errors import UserError
+from scalinglab.errors import DataError, UserError
 
 # Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are
 # exactly half the query heads and attention is exactly 3·w² (see gemstones.param_count).
@@ -96,3 +97,117 @@ def test_gemstones_kaplan_counting_measured_against_the_law_on_the_same_design(m
     # deep, narrow models with small embedding shares, the law's by wide, shallow ones.
     assert real.shift < law.shift
     assert real.embedding_share[1] < law.embedding_share[1]
+
+
+# --- measured against simulated, resample by resample ---------------------------------------------
+
+def _gadre_like_rows():
+    """Rows on Epoch's law with an embedding of 50,432 × width, width = (64·N/12)^(1/3): 41% of N down to 9%."""
+    n_t = np.repeat(np.logspace(8, 10, 7), 5)
+    rows = pd.DataFrame({"params": n_t, "tokens": n_t * np.tile([5, 10, 20, 40, 80], 7)})
+    rows["params_no_embed"] = rows["params"] - 50432 * (64 * rows["params"] / 12) ** (1 / 3)
+    return pearce_song.on_law(laws.EPOCH, rows, n_col="params")
+
+
+@pytest.mark.parametrize("method", envelope.METHODS)
+def test_a_shift_against_itself_differs_by_zero_only_when_paired(method):
+    curves = _design()
+    opts = envelope.EnvelopeOptions(method=method, n_boot=60, seed=0)
+    a = pearce_song.envelope_shift(curves, opts)
+    b = pearce_song.envelope_shift(pearce_song.on_law(laws.EPOCH, curves), opts)
+    d = pearce_song.shift_difference(a, b)
+    # The same losses under the same resamples: exactly 0 in every resample. Unpaired (resample i
+    # against resample j) the differences would spread over about the shift's own interval.
+    assert d.difference == 0 and d.ci == (0.0, 0.0) and d.n_paired == 60
+    assert a.shift_ci[1] - a.shift_ci[0] > 0.02
+    unpaired = a.shift_draws - np.roll(b.shift_draws, 1)
+    assert np.ptp(unpaired) > 0.02
+
+
+@pytest.mark.parametrize("method", envelope.METHODS)
+def test_noisy_runs_on_the_law_match_the_simulation_within_the_interval(method):
+    curves = _design()
+    # 0.3% loss noise, about the seed-to-seed spread of a real run's final loss.
+    noisy = curves.assign(loss=curves["loss"] * np.exp(0.003 * np.random.default_rng(3).standard_normal(len(curves))))
+    opts = envelope.EnvelopeOptions(method=method, n_boot=100, seed=0)
+    measured = pearce_song.envelope_shift(noisy, opts)
+    simulated = pearce_song.envelope_shift(pearce_song.on_law(laws.EPOCH, noisy), opts)
+    d = pearce_song.shift_difference(measured, simulated)
+    assert d.difference == pytest.approx(measured.shift - simulated.shift)
+    assert d.ci[0] <= 0 <= d.ci[1]
+    # The premise does hold here, so the gap is small next to the shift itself (≈ 0.05).
+    assert abs(d.difference) < 0.04
+
+
+def test_a_shift_the_simulation_does_not_predict_is_told_apart():
+    curves = _design()
+    opts = envelope.EnvelopeOptions(method="hull", n_boot=100, seed=0)
+    simulated = pearce_song.envelope_shift(curves, opts)
+    # Runs whose "non-embedding" N is their total N: relabelling changes nothing, the shift is 0,
+    # so measured − simulated is −(simulated shift), and its interval must exclude 0.
+    measured = pearce_song.envelope_shift(curves.assign(n_ne=curves["n"]), opts)
+    d = pearce_song.shift_difference(measured, simulated)
+    assert measured.shift == 0 and d.difference == pytest.approx(-simulated.shift)
+    assert d.ci[1] < 0
+
+
+def test_law_shift_measured_against_the_law_on_the_same_rows():
+    rows = _gadre_like_rows()
+    noisy = rows.assign(loss=rows["loss"] * np.exp(0.002 * np.random.default_rng(0).standard_normal(len(rows))))
+    measured = pearce_song.law_shift(noisy, "params", "params_no_embed", n_boot=100, seed=0)
+    simulated = pearce_song.law_shift(pearce_song.on_law(laws.EPOCH, noisy, n_col="params"),
+                                      "params", "params_no_embed", n_boot=100, seed=0)
+    d = pearce_song.shift_difference(measured, simulated)
+    assert measured.resampling == simulated.resampling == ("rows", 0, 100, len(rows))
+    assert d.ci[0] <= 0 <= d.ci[1] and d.n_paired >= 90
+    # Paired, the difference is better determined than the measured shift alone.
+    assert d.ci[1] - d.ci[0] < measured.shift_ci[1] - measured.shift_ci[0]
+
+
+def test_shifts_from_different_resamples_are_not_compared():
+    rows = _gadre_like_rows()
+    a = pearce_song.law_shift(rows, "params", "params_no_embed", n_boot=10, seed=0)
+    b = pearce_song.law_shift(rows, "params", "params_no_embed", n_boot=10, seed=1)
+    with pytest.raises(UserError, match="same resamples"):
+        pearce_song.shift_difference(a, b)
+    with pytest.raises(UserError, match="same resamples"):
+        pearce_song.shift_difference(a, pearce_song.law_shift(rows.iloc[:-1], "params", "params_no_embed",
+                                                              n_boot=10, seed=0))
+
+
+# --- Gadre et al.'s counts -----------------------------------------------------------------------
+
+def test_openlm_shapes_from_arch_names():
+    assert pearce_song.openlm_shape("d=576_l=24_h=8") == (576, 24, 8)
+    assert pearce_song.openlm_shape("open_lm_7b") == (4096, 32, 32)
+    with pytest.raises(UserError, match="unknown OpenLM arch 'open_lm_3b'"):
+        pearce_song.openlm_shape("open_lm_3b")
+
+
+def test_kaplan_params_refuse_counts_that_do_not_differ_by_one_vocabulary_matrix():
+    # rw_original-d=96_l=8_h=4: the authors' params and params_no_embed differ by 50,432 × 96.
+    good = pd.DataFrame({"arch": ["d=96_l=8_h=4"], "params": [10_569_312], "params_no_embed": [5_727_840]})
+    assert pearce_song.with_kaplan_params(good)["params_kaplan"].item() == 5_727_840 - 50432 * 96
+    # A table whose params_no_embed already dropped both matrices must not lose a third one.
+    with pytest.raises(DataError, match="arch d=96_l=8_h=4"):
+        pearce_song.with_kaplan_params(good.assign(params_no_embed=5_727_840 - 50432 * 96))
+
+
+def test_kaplan_params_of_every_gadre_model_are_flops_non_embedding_count(mirror):
+    from scalinglab import data, warmup
+
+    table = pearce_song.with_kaplan_params(data.load("gadre2024-final-losses"))
+    models = table.drop_duplicates("arch")
+    assert len(models) == 6 and set(pearce_song.OPENLM_NAMED_SHAPES) <= set(models["arch"])
+    for r in models.itertuples():
+        width, depth, heads = pearce_song.openlm_shape(r.arch)
+        # The shape is right when OpenLM's accounting reproduces both of the authors' columns,
+        # the named 1B and 7B configs included ...
+        params, no_embed = warmup.openlm_params(width, depth, heads)
+        assert (params[0], no_embed[0]) == (r.params, r.params_no_embed), r.arch
+        # ... and Kaplan's N is then what scalinglab.flops leaves in without either vocabulary matrix.
+        counts = flops.count_params(width, depth, warmup.VOCAB, seq_len=warmup.SEQ_LEN, mlp="swiglu", bias=False)
+        assert r.params_kaplan == counts.non_embedding, r.arch
+    # The smallest model is 92% vocabulary in Kaplan's count, the largest 6%.
+    share = 1 - models["params_kaplan"] / models["params"]
+    assert share.max() > 0.9 and share.min() < 0.07

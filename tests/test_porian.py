@@ -102,3 +102,25 @@ def test_spline_estimator_reproduces_published_exponents(points, dataset):
                     & np.logical_and.reduce([pairs[c] == v for c, v in zip(porian.CONFIG_COLUMNS[1:], config)])]
         ref = ref.set_index("flops").reindex(optima["flops"])
         assert optima["edge"].tolist() == ref["n_star"].isna().tolist(), step
+
+
+def test_published_exponents_follow_the_ladder(mirror):
+    pub = porian.published_exponents()
+    assert len(pub) == len(porian.DATASETS) * len(porian.STEPS)
+    for dataset in porian.DATASETS:
+        ladder = pub[pub.dataset == dataset].set_index("step").loc[list(porian.STEPS)]
+        # Every change of the ladder lowers a in the paper (their Figure 1); a step mapped to the
+        # wrong configuration would break the order or the endpoints.
+        assert ladder["a"].is_monotonic_decreasing, dataset
+        assert ((ladder.ci_lo < ladder.a) & (ladder.a < ladder.ci_hi)).all(), dataset
+    rw = pub[pub.dataset == "rw"].set_index("step")["a"]
+    # The ladder's ends on RefinedWeb as the paper reports them (Figure 1; the mirror's PROVENANCE.md).
+    assert round(rw["kaplan_reproduction"], 3) == 0.835 and round(rw["tuned_constant_lr"], 3) == 0.497
+
+
+def test_published_exponents_refuse_a_missing_step():
+    fits = pd.DataFrame([dict(source_file="data/summary_df.pickle.xz", **dict(zip(porian.CONFIG_COLUMNS,
+                              ("rw", *porian.STEPS["plus_head"]))), a_n_exponent=0.7, a_ci95_lo=0.69,
+                              a_ci95_hi=0.71, n_bootstrap=1000)])
+    with pytest.raises(DataError, match="0 rows for RefinedWeb, Reproducing Kaplan"):
+        porian.published_exponents(fits)

@@ -235,6 +235,8 @@ class IsoflopFit:
     weighted: bool = False
     r2: float = float("nan")
     flops: tuple[float, ...] = field(default=(), repr=False)
+    se: float = float("nan")         # standard error of the exponent (NaN with two budgets)
+    df_resid: float = float("nan")   # residual degrees of freedom behind ``ci``: budgets − 2
 
     def predict(self, flops):
         """N*(C) for compute ``flops`` (scalar or array)."""
@@ -270,13 +272,64 @@ def fit_exponent(optima: pd.DataFrame, weighted: bool = True, level: float = 0.9
     res = sm.WLS(y, x, weights=1 / sd**2 if use_weights else 1.0).fit()
     if len(used) > 2:
         lo, hi = res.conf_int(alpha=1 - level)[1]
+        se = float(res.bse[1])
     else:  # two points fit exactly: no residual variance, no interval
-        lo = hi = np.nan
+        lo = hi = se = np.nan
     return IsoflopFit(
         exponent=float(res.params[1]), ci=(float(lo), float(hi)), coef=float(np.exp(res.params[0])),
         n_budgets=len(used), dropped=tuple(dropped), status="ok", weighted=use_weights,
-        r2=float(res.rsquared), flops=tuple(used["flops"]),
+        r2=float(res.rsquared), flops=tuple(used["flops"]), se=se, df_resid=float(len(used) - 2),
     )
+
+
+@dataclass(frozen=True)
+class ExponentDifference:
+    """a − a' of two fits on independent data, with an interval at ``level``."""
+
+    difference: float
+    ci: tuple[float, float]
+    method: str                      # welch_t (two WLS fits) or bootstrap (independent resamples)
+    df: float = float("nan")         # Welch–Satterthwaite degrees of freedom (welch_t)
+    level: float = 0.95
+
+    def to_dict(self) -> dict:
+        return dict(difference=float(self.difference), ci=[float(v) for v in self.ci], method=self.method,
+                    df=None if not np.isfinite(self.df) else self.df, level=self.level)
+
+
+def exponent_difference(first: IsoflopFit, second: IsoflopFit, level: float = 0.95) -> ExponentDifference:
+    """first.exponent − second.exponent for fits to independent sweeps, with a t interval.
+
+    Each fit's interval is a WLS t-interval on few budgets (3 or 4 degrees of freedom is usual), so
+    the standard errors add in quadrature and the t quantile takes Welch–Satterthwaite's degrees of
+    freedom; a normal quantile would make the interval too narrow at these df.
+    """
+    from scipy import stats
+
+    diff = float(first.exponent - second.exponent)
+    v1, v2 = first.se**2, second.se**2
+    if not (np.isfinite(v1) and np.isfinite(v2)) or first.df_resid < 1 or second.df_resid < 1:
+        return ExponentDifference(diff, (np.nan, np.nan), "welch_t", np.nan, level)
+    df = (v1 + v2) ** 2 / (v1**2 / first.df_resid + v2**2 / second.df_resid)
+    half = float(stats.t.ppf((1 + level) / 2, df)) * np.sqrt(v1 + v2)
+    return ExponentDifference(diff, (diff - half, diff + half), "welch_t", float(df), level)
+
+
+def bootstrap_difference(first: np.ndarray, second: np.ndarray, estimate: float,
+                         level: float = 0.95) -> ExponentDifference:
+    """An interval for a − a' from two independent bootstraps' exponents: every pair's difference.
+
+    The resamples of two independent sweeps are independent, so each pair (i, j) is a draw of the
+    difference; using all pairs avoids an arbitrary pairing. Percentile intervals keep the skew a
+    normal combination of the two intervals would lose.
+    """
+    first, second = (np.asarray(v, float) for v in (first, second))
+    first, second = first[np.isfinite(first)], second[np.isfinite(second)]
+    if not len(first) or not len(second):
+        return ExponentDifference(float(estimate), (np.nan, np.nan), "bootstrap", level=level)
+    d = np.subtract.outer(first, second).ravel()
+    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return ExponentDifference(float(estimate), (float(lo), float(hi)), "bootstrap", level=level)
 
 
 def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",

@@ -17,7 +17,11 @@ The second half measures the same thing on real runs: fit them under total N and
 under Kaplan's counting (:func:`envelope_shift` for Approach 1, :func:`law_shift`
 for Approach 3), with a paired bootstrap interval on the shift, and
 :func:`on_law` puts the Chinchilla law's losses on the same design, so that the
-simulation and the measurement share sizes, checkpoints and procedure.
+simulation and the measurement share sizes, checkpoints and procedure. Fitted
+with the same resamples, the simulated shift is a statistic of the same runs
+too: :func:`shift_difference` gives measured − simulated (or any two shifts'
+difference) an interval paired resample by resample. :func:`with_kaplan_params`
+adds Kaplan's non-embedding N to Gadre et al.'s final-loss table.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from scalinglab.errors import DataError, UserError
 from scalinglab.fit import ScalingLaw
 
 GAMMA = 47491.0
@@ -101,6 +106,12 @@ class CountingShift:
     # the fall of log(1 − share) over the range of log C, which is Pearce & Song's mechanism.
     embedding_share: tuple[float, float] = (np.nan, np.nan)
     fits: tuple = field(default=(), repr=False, compare=False)   # (total fit, Kaplan fit)
+    # The shift in each resample both fits succeeded on, and that resample's index. Resample i is
+    # fixed by ``resampling`` = (unit, seed, n_boot, units), so two shifts with equal ``resampling``
+    # on the same design can be compared resample by resample (shift_difference).
+    shift_draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    draws: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
+    resampling: tuple = ()
 
     def row(self) -> dict:
         return {"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
@@ -110,15 +121,16 @@ class CountingShift:
                 "share last": self.embedding_share[1], "status": self.status}
 
 
-def _paired_interval(x: np.ndarray, x_draw: np.ndarray, y: np.ndarray, y_draw: np.ndarray,
-                     level: float) -> tuple[tuple[float, float], int]:
-    """Interval of y − x over the resamples both succeeded on (matched by resample index)."""
+def _paired(x: np.ndarray, x_draw: np.ndarray, y: np.ndarray, y_draw: np.ndarray,
+            level: float) -> tuple[tuple[float, float], np.ndarray, np.ndarray]:
+    """Interval of y − x over the resamples both succeeded on (matched by resample index), the
+    differences and those resamples' indices."""
     common, ix, iy = np.intersect1d(x_draw, y_draw, return_indices=True)
     if len(common) == 0:
-        return (np.nan, np.nan), 0
+        return (np.nan, np.nan), np.empty(0), common
     d = y[iy] - x[ix]
     lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
-    return (float(lo), float(hi)), len(common)
+    return (float(lo), float(hi)), d, common
 
 
 def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> CountingShift:
@@ -139,15 +151,16 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
     kaplan = curves.drop(columns="flops").assign(n=curves[n_kaplan])
     ft = envelope.fit_envelope(curves, options)
     fk = envelope.fit_envelope(kaplan, options, flops_col=None)
-    ci, paired = _paired_interval(ft.boot[:, 0], ft.boot_draw, fk.boot[:, 0], fk.boot_draw, options.level)
+    ci, d, draws = _paired(ft.boot[:, 0], ft.boot_draw, fk.boot[:, 0], fk.boot_draw, options.level)
     status = next((f.status for f in (ft, fk) if f.status != "ok"), "ok")
     by_run = curves.assign(run=curves["run"].astype(str)).groupby("run")   # fit points carry str run ids
     share = (1 - by_run[n_kaplan].first() / by_run["n"].first()).to_dict()
     used = ft.points[ft.points["used"]].sort_values("flops")
     ends = tuple(float(share[r]) for r in used["run"].iloc[[0, -1]]) if len(used) else (np.nan, np.nan)
     return CountingShift(total=ft.exponent, total_ci=ft.ci, kaplan=fk.exponent, kaplan_ci=fk.ci,
-                         shift=fk.exponent - ft.exponent, shift_ci=ci, status=status, n_paired=paired,
-                         level=options.level, embedding_share=ends, fits=(ft, fk))
+                         shift=fk.exponent - ft.exponent, shift_ci=ci, status=status, n_paired=len(draws),
+                         level=options.level, embedding_share=ends, fits=(ft, fk), shift_draws=d, draws=draws,
+                         resampling=("runs", options.seed, options.n_boot, ft.n_runs))
 
 
 def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "tokens", loss_col: str = "loss", *,
@@ -169,13 +182,14 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
         cis.append(bs.ci["a"] if bs is not None and len(bs.samples) else nan2)
         draws.append(np.flatnonzero(bs.converged) if bs is not None else np.empty(0, dtype=int))
         samples.append(bs.column("a") if bs is not None else np.empty(0))
-    ci, paired = _paired_interval(samples[0], draws[0], samples[1], draws[1], level)
+    ci, d, common = _paired(samples[0], draws[0], samples[1], draws[1], level)
     status = next((f.status for f in fits if f.status != "converged"), "ok")
     n_t, n_k = (pd.to_numeric(table[c], errors="coerce").to_numpy(float) for c in (n_total, n_kaplan))
     ends = tuple(float(1 - n_k[i] / n_t[i]) for i in (np.argmin(n_t), np.argmax(n_t)))
     return CountingShift(total=fits[0].a, total_ci=cis[0], kaplan=fits[1].a, kaplan_ci=cis[1],
-                         shift=fits[1].a - fits[0].a, shift_ci=ci, status=status, n_paired=paired,
-                         level=level, embedding_share=ends, fits=tuple(fits))
+                         shift=fits[1].a - fits[0].a, shift_ci=ci, status=status, n_paired=len(common),
+                         level=level, embedding_share=ends, fits=tuple(fits), shift_draws=d, draws=common,
+                         resampling=("rows", seed, n_boot, len(table)))
 
 
 def on_law(law: ScalingLaw, table: pd.DataFrame, n_col: str = "n", d_col: str = "tokens",
@@ -187,3 +201,83 @@ def on_law(law: ScalingLaw, table: pd.DataFrame, n_col: str = "n", d_col: str = 
     embedding shares.
     """
     return table.assign(**{loss_col: law.loss(table[n_col].to_numpy(float), table[d_col].to_numpy(float))})
+
+
+@dataclass(frozen=True)
+class ShiftDifference:
+    """``first.shift − second.shift`` for two counting shifts fitted on the same resamples."""
+
+    difference: float
+    ci: tuple[float, float]    # resample i's shift minus resample i's shift, over resamples both have
+    n_paired: int
+    level: float = 0.95
+
+    def row(self) -> dict:
+        return {"difference": self.difference, "lo": self.ci[0], "hi": self.ci[1], "paired": self.n_paired}
+
+
+def shift_difference(first: CountingShift, second: CountingShift) -> ShiftDifference:
+    """The difference of two shifts with an interval paired resample by resample.
+
+    Typically ``first`` is measured on real runs and ``second`` is :func:`on_law` on the same
+    runs: the simulated shift depends on which runs (rows) a resample holds just as the measured
+    one does, so comparing a measured interval with a fixed simulated value understates the
+    uncertainty, and differencing the two intervals overstates it. Both must come from the same
+    design with the same seed and number of resamples (``resampling``), else a UserError.
+    """
+    if not first.resampling or first.resampling != second.resampling:
+        raise UserError(f"shift difference needs both shifts bootstrapped on the same resamples "
+                        f"(unit, seed, n_boot, units): got {first.resampling} and {second.resampling}")
+    if first.level != second.level:
+        raise UserError(f"shift difference: levels differ ({first.level} and {second.level})")
+    ci, d, common = _paired(second.shift_draws, second.draws, first.shift_draws, first.draws, first.level)
+    return ShiftDifference(difference=float(first.shift - second.shift), ci=ci, n_paired=len(common), level=first.level)
+
+
+# --- Gadre et al.'s parameter counts --------------------------------------------------------------
+#
+# Their final-loss table (``gadre2024-final-losses``) has ``params``, every parameter (the input
+# embedding and the untied output head, two 50,432 × d_model matrices, included), and
+# ``params_no_embed``, which drops the input embedding only. Kaplan's non-embedding N drops both.
+
+# OpenLM's named configs (open_lm/model_configs/open_lm_1b.json, open_lm_7b.json): hidden_dim,
+# n_layers, n_heads. With them scalinglab.warmup.openlm_params reproduces the authors' params and
+# params_no_embed for both models exactly (tests/test_pearce_song.py), which is the check on these.
+OPENLM_NAMED_SHAPES = {"open_lm_1b": (2048, 24, 16), "open_lm_7b": (4096, 32, 32)}
+
+
+def openlm_shape(arch: str) -> tuple[int, int, int]:
+    """(d_model, n_layers, n_heads) of an OpenLM arch as Gadre et al. name it: d=512_l=8_h=4 or open_lm_1b/7b."""
+    import re
+
+    if arch in OPENLM_NAMED_SHAPES:
+        return OPENLM_NAMED_SHAPES[arch]
+    m = re.fullmatch(r"d=(\d+)_l=(\d+)_h=(\d+)", str(arch))
+    if m is None:
+        raise UserError(f"unknown OpenLM arch {arch!r}: expected d=<width>_l=<layers>_h=<heads> "
+                        f"or one of {', '.join(OPENLM_NAMED_SHAPES)}")
+    return tuple(int(g) for g in m.groups())
+
+
+def with_kaplan_params(table: pd.DataFrame, arch_col: str = "arch") -> pd.DataFrame:
+    """Gadre et al.'s table with ``d_model`` and ``params_kaplan`` = params − 2·50,432·d_model.
+
+    The width comes from ``arch`` (:func:`openlm_shape`); a row whose params − params_no_embed
+    is not 50,432 × that width is a DataError, since then the columns do not count what this
+    assumes.
+    """
+    from scalinglab.warmup import VOCAB
+
+    missing = [c for c in (arch_col, "params", "params_no_embed") if c not in table.columns]
+    if missing:
+        raise UserError(f"Gadre et al.'s table lacks column(s) {', '.join(map(repr, missing))}")
+    width = table[arch_col].map(lambda a: openlm_shape(a)[0]).astype("int64")
+    params = table["params"].astype("int64")
+    no_embed = table["params_no_embed"].astype("int64")
+    bad = params - no_embed != VOCAB * width
+    if bad.any():
+        row = table[bad].iloc[0]
+        gap = int(row["params"] - row["params_no_embed"])
+        raise DataError(f"arch {row[arch_col]}: params − params_no_embed = {gap}, "
+                        f"not {VOCAB} × its width {int(width[bad].iloc[0])}")
+    return table.assign(d_model=width, params_kaplan=no_embed - VOCAB * width)

@@ -2,7 +2,7 @@
 
 "Resolving Discrepancies in Compute-Optimal Scaling of Language Models"
 (arXiv:2406.19146) walks from Kaplan's exponent (0.835 on RefinedWeb) to
-Hoffmann's (0.497) in four corrections. Their repository publishes, per
+Hoffmann's (0.497): Kaplan's setup reproduced, then four changes, one at a time. Their repository publishes, per
 configuration, the isoFLOP points behind each fit as pandas pickles
 (``data/summary_df*.pickle.xz``, registered in ``registry/porian2024.toml``).
 
@@ -50,6 +50,8 @@ STEP_LABELS = {
     "tuned_constant_lr": "tuned lr/batch/β2, constant LR",
 }
 DATASETS = {"rw": "RefinedWeb", "owt2": "OpenWebText2"}
+# The pickle behind each dataset's five steps, as `porian-exponent-fits` names it.
+SOURCE_FILES = {"rw": "data/summary_df.pickle.xz", "owt2": "data/summary_df_owt2.pickle.xz"}
 
 
 @dataclass(frozen=True)
@@ -173,3 +175,29 @@ def estimate(points: pd.DataFrame, dataset: str, step: str, method: str = "splin
     optima = isoflop.budget_optima(step_points(points, dataset, step), method=method, n_boot=n_boot,
                                    seed=seed, noise=NOISE[dataset], **options)
     return optima, isoflop.fit_exponent(optima, weighted=n_boot > 0)
+
+
+def published_exponents(fits: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Their published a of N* ∝ C^a per (dataset, step): a, ci_lo, ci_hi (bootstrap 95%), n_bootstrap.
+
+    From the registered ``porian-exponent-fits`` (their ``bs_median_weighted`` fits) unless
+    ``fits`` is given; one row per dataset of DATASETS and step of STEPS, in the ladder's order.
+    These are targets: Kaplan's own laws (0.73, and 0.88 at a fixed batch) are not in this table.
+    """
+    if fits is None:
+        from scalinglab import data
+
+        fits = data.load("porian-exponent-fits")
+    rows = []
+    for dataset, source in SOURCE_FILES.items():
+        for step, config in STEPS.items():
+            want = dict(zip(CONFIG_COLUMNS, (dataset, *config)))
+            mask = (fits["source_file"] == source) & np.logical_and.reduce([fits[c] == v for c, v in want.items()])
+            if mask.sum() != 1:
+                raise DataError(f"porian-exponent-fits: {mask.sum()} rows for {DATASETS[dataset]}, "
+                                f"{STEP_LABELS[step]} in {source} (expected 1)")
+            r = fits[mask].iloc[0]
+            rows.append(dict(dataset=dataset, step=step, label=STEP_LABELS[step], a=float(r["a_n_exponent"]),
+                             ci_lo=float(r["a_ci95_lo"]), ci_hi=float(r["a_ci95_hi"]),
+                             n_bootstrap=int(r["n_bootstrap"])))
+    return pd.DataFrame(rows)

@@ -48,6 +48,11 @@ from scalinglab.errors import UserError
 from scalinglab.flops import count_params
 
 PRESETS = ("kaplan", "hoffmann")
+# The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
+# kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long fixed
+# horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
+# lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
+PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr")}
 LAUNCHERS = ("local", "submitit")
 
 
@@ -567,22 +572,29 @@ def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200, win
     """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}.
 
     ``window=k`` fits each budget on the k sizes around its lowest loss (``isoflop.budget_optima``)."""
-    from scalinglab.isoflop import budget_optima, fit_exponent
-
-    points = isoflop_points(db_path)
-    sizes = points.groupby("flops")["n"].nunique()
-    usable = sizes[sizes >= 4]
-    if len(usable) < 3:
-        return dict(a=None, ci=None, reason=f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)")
-    optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
-                           n_boot=n_boot, window=window)
-    fit = fit_exponent(optima)
+    fit = _isoflop_fit(db_path, method, n_boot, window)
+    if isinstance(fit, str):
+        return dict(a=None, ci=None, reason=fit)
     if fit.status != "ok" or not math.isfinite(fit.exponent):
         return dict(a=None, ci=None, reason=f"{fit.status}: {fit.n_budgets} budget(s) with an interior optimum",
                     dropped=[list(d) for d in fit.dropped])
     ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
     return dict(a=round(fit.exponent, 4), ci=ci, n_budgets=fit.n_budgets, method=method, window=window,
                 dropped=[list(d) for d in fit.dropped])
+
+
+def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | None):
+    """The IsoflopFit behind :func:`exponent`, or why there is none (a string)."""
+    from scalinglab.isoflop import budget_optima, fit_exponent
+
+    points = isoflop_points(db_path)
+    sizes = points.groupby("flops")["n"].nunique()
+    usable = sizes[sizes >= 4]
+    if len(usable) < 3:
+        return f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)"
+    optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
+                           n_boot=n_boot, window=window)
+    return fit_exponent(optima)
 
 
 def report(db_path: Path | str) -> dict:
@@ -614,17 +626,53 @@ def envelope_exponent(db_path: Path | str, n_boot: int = 1000) -> dict:
     1,000 resamples (as notebook 01 uses): percentile intervals from a few hundred move in the second
     decimal. Resamples left with fewer than two sizes among their optima are dropped and counted in
     ``n_boot_failed``, so the interval is conditional on the rest."""
-    from scalinglab.envelope import EnvelopeOptions, fit_envelope
-
-    curves = loss_curves(db_path)
-    if curves["run_id"].nunique() < 2:
-        return dict(a=None, ci=None, reason=f"{curves['run_id'].nunique()} finished run(s) (needs 2)")
-    fit = fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
+    fit = _envelope_fit(db_path, n_boot)
+    if isinstance(fit, str):
+        return dict(a=None, ci=None, reason=fit)
     if fit.status != "ok":
         return dict(a=None, ci=None, reason=fit.status)
     ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
     return dict(a=round(fit.exponent, 4), ci=ci, n_sizes=fit.n_sizes, method="grid, edges dropped",
                 n_boot=n_boot, n_boot_failed=fit.n_boot_failed)
+
+
+def _envelope_fit(db_path: Path | str, n_boot: int):
+    """The EnvelopeFit behind :func:`envelope_exponent`, or why there is none (a string)."""
+    from scalinglab.envelope import EnvelopeOptions, fit_envelope
+
+    curves = loss_curves(db_path)
+    if curves["run_id"].nunique() < 2:
+        return f"{curves['run_id'].nunique()} finished run(s) (needs 2)"
+    return fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
+
+
+def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95) -> dict:
+    """a(db_a) − a(db_b) by each estimator of :func:`report`, for two independently trained sweeps.
+
+    {spline, parabola, envelope} → ``isoflop.ExponentDifference.to_dict()``, or {difference: None,
+    reason} when either sweep has no exponent by that estimator. The isoFLOP estimators' intervals are
+    WLS t-intervals, so their standard errors combine (Welch–Satterthwaite,
+    ``isoflop.exponent_difference``); Approach 1's are bootstrap percentiles, often skewed, so its
+    resamples are differenced pair by pair (``isoflop.bootstrap_difference``). Same settings as
+    :func:`report`, so the differences are of the exponents it prints.
+    """
+    from scalinglab.isoflop import bootstrap_difference, exponent_difference
+
+    def unavailable(fits) -> str:
+        why = [(Path(db).stem, f if isinstance(f, str) else f.status) for db, f in zip((db_a, db_b), fits)]
+        return "; ".join(f"{name}: {w}" for name, w in why if w != "ok")
+
+    out = {}
+    # report's settings: exponent() bootstraps each budget's optimum 200 times, envelope_exponent() the runs 1,000 times.
+    for key, method, window in (("spline", "spline", None), ("parabola", "parabola", 5)):
+        fits = [_isoflop_fit(db, method, 200, window) for db in (db_a, db_b)]
+        why = unavailable(fits)
+        out[key] = dict(difference=None, reason=why) if why else exponent_difference(*fits, level=level).to_dict()
+    fits = [_envelope_fit(db, 1000) for db in (db_a, db_b)]
+    why = unavailable(fits)
+    out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
+        fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
+    return out
 
 
 def _throughput(runs: list[tuple]) -> dict:

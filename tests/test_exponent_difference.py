@@ -1,0 +1,70 @@
+"""Differences of exponents between independent sweeps: Welch's t for WLS fits, all pairs for bootstraps."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalinglab import isoflop, sweep
+from scalinglab.workbook import project_root
+
+rng = np.random.default_rng(0)
+
+
+def _optima(n_budgets, a, sd):
+    c = np.geomspace(1e10, 1e12, n_budgets)
+    log_n = np.log(1e3) + a * np.log(c / 1e10) + sd * rng.standard_normal(n_budgets)
+    return pd.DataFrame(dict(flops=c, n_opt=np.exp(log_n), edge=False))
+
+
+def test_welch_interval_covers_the_true_difference_at_its_level():
+    hits = normal_hits = 0
+    reps = 400
+    for _ in range(reps):
+        # Six and five budgets, as in the committed CPU sweeps: 4 and 3 residual degrees of freedom.
+        f1, f2 = isoflop.fit_exponent(_optima(6, 0.6, 0.15)), isoflop.fit_exponent(_optima(5, 0.4, 0.08))
+        d = isoflop.exponent_difference(f1, f2)
+        assert d.difference == pytest.approx(f1.exponent - f2.exponent) and 3 <= d.df <= 7
+        hits += d.ci[0] <= 0.2 <= d.ci[1]
+        normal_hits += abs(d.difference - 0.2) <= 1.96 * np.hypot(f1.se, f2.se)
+    # 400 replications: the binomial sd of a 95% coverage is 0.011, so [0.91, 0.98] is ±3 sd.
+    assert 0.91 <= hits / reps <= 0.98
+    # At these degrees of freedom a normal quantile under-covers (≈ 0.89), which is why t is used.
+    assert normal_hits / reps < 0.92
+
+
+def test_one_fit_without_an_interval_gives_no_interval():
+    f1 = isoflop.fit_exponent(_optima(5, 0.5, 0.1))
+    two = isoflop.fit_exponent(_optima(2, 0.5, 0.1))   # two budgets: an exact line, no residual variance
+    d = isoflop.exponent_difference(f1, two)
+    assert np.isfinite(d.difference) and np.isnan(d.ci[0]) and np.isnan(d.ci[1])
+
+
+def test_bootstrap_difference_of_independent_resamples():
+    a = rng.normal(0.6, 0.1, 800)
+    b = rng.normal(0.4, 0.05, 500)
+    d = isoflop.bootstrap_difference(a, b, 0.2)
+    # Independent normals: the difference is N(0.2, 0.1² + 0.05²), so ±1.96·0.112, to Monte Carlo error.
+    half = 1.96 * np.hypot(0.1, 0.05)
+    assert d.ci[0] == pytest.approx(0.2 - half, abs=0.015) and d.ci[1] == pytest.approx(0.2 + half, abs=0.015)
+    # A skewed bootstrap keeps its skew: an exponential tail to the right stays on the right.
+    skew = isoflop.bootstrap_difference(0.5 + rng.exponential(0.1, 800), np.full(10, 0.4), 0.1)
+    assert skew.ci[1] - 0.1 > 2 * (0.1 - skew.ci[0])
+
+
+def test_committed_sweeps_differences_are_of_the_reported_exponents():
+    folder = project_root() / "data" / "sweeps"
+    if not (folder / "kaplan.db").is_file():
+        pytest.skip("no committed sweeps")
+    diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
+    reports = {p: sweep.report(folder / f"{p}.db") for p in sweep.PRESETS}
+    for key, field in (("spline", "exponent"), ("parabola", "exponent_parabola"), ("envelope", "exponent_envelope")):
+        d = diffs[key]
+        # report rounds a to 4 decimals
+        want = reports["kaplan"][field]["a"] - reports["hoffmann"][field]["a"]
+        assert d["difference"] == pytest.approx(want, abs=1e-4)
+        lo, hi = d["ci"]
+        assert lo < d["difference"] < hi
+        # Independent sweeps: the difference is less certain than the better-determined exponent. (Not
+        # necessarily than the other: Welch's df can exceed that fit's own, so its t quantile is smaller.)
+        width = min(r[field]["ci"][1] - r[field]["ci"][0] for r in reports.values())
+        assert hi - lo > width
