@@ -29,6 +29,18 @@ def test_noise_free_series_of_known_shape(accuracy, expected):
     assert result.trend == expected, result
 
 
+def test_a_trend_carried_by_curvature_alone_is_curved_not_named_by_a_null_slope():
+    # A symmetric dip: the linear slope is exactly zero (p_linear = 1), the quadratic is significant, but
+    # with 60 examples a point one side's line is not (p_above ~ 0.08), so no turn is confirmed. Calling it
+    # positive or inverse would report a direction the data do not have.
+    r = classify_trend(X, 0.45 + 0.08 * Z**2, 60)
+    assert r.p_trend < 0.05 and r.p_quadratic < 0.05 and r.p_linear > 0.5
+    assert not (r.p_below < 0.05 and r.p_above < 0.05)
+    assert r.trend == "curved"
+    # With more examples per point both sides are significant and the same curve is a confirmed U.
+    assert classify_trend(X, 0.45 + 0.08 * Z**2, 200).trend == "u-shaped"
+
+
 def test_vertex_and_p_values_are_reported():
     r = classify_trend(X, 0.45 + 0.08 * (Z - 0.3) ** 2, N)
     assert r.trend == "u-shaped" and r.p_quadratic < 1e-6 and r.vertex_inside

@@ -18,7 +18,11 @@ by likelihood-ratio tests (deviance differences, chi-squared with 1 df).
    two-lines test; each side needs two distinct x). A quadratic alone would
    call every saturating curve an inverted U.
 3. Otherwise it is ``positive`` or ``inverse`` by the sign of the linear fit's
-   slope (p_linear, linear vs constant, is reported alongside).
+   slope, when that slope is itself significant (p_linear < alpha, linear vs
+   constant). When it is not, the trend lives in the curvature alone (e.g. a
+   dip near chance whose turn the two-lines test cannot confirm), and the call
+   is ``curved``: naming it by the sign of a slope indistinguishable from zero
+   would report a direction the data do not show.
 
 Dispersion. The binomial variance is only the floor of the real error: models
 of one family differ by more than sampling noise (data, recipe, checkpoint
@@ -57,7 +61,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 
-TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "flat")
+TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "curved", "flat")
 BLANK_GROUP = "(blank)"  # the group of rows whose group column is empty
 DISPERSIONS = ("binomial", "group", "pooled")
 ADJUSTMENTS = ("fdr_bh", "holm")
@@ -221,8 +225,10 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
         trend = "flat"
     elif p_quad < opts.alpha and turns:
         trend = "u-shaped" if c2 > 0 else "inverted-u"
-    else:
+    elif p_lin < opts.alpha:
         trend = "positive" if b1 > 0 else "inverse"
+    else:
+        trend = "curved"
     return TrendResult(trend=trend, p_trend=p_trend, deviance_trend=max(float(f0.deviance - f2.deviance), 0.0),
                        slope=b1, p_linear=p_lin, curvature=c2, p_quadratic=p_quad,
                        vertex_x=_from_log10(vertex + centre), vertex_inside=inside, slope_below=s_low,

@@ -1,4 +1,4 @@
-"""`scalinglab trend`: classify scaling trends (positive, inverse, U-shaped, inverted-U, flat) in a CSV."""
+"""`scalinglab trend`: classify scaling trends (positive, inverse, U-shaped, inverted-U, curved, flat) in a CSV."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def register(sub) -> None:
         description="Binomial GLMs (logit) of accuracy against log10(x): constant, linear, quadratic. Flat unless "
                     "the quadratic beats the constant (LR test, 2 df); then U-shaped / inverted-U if the "
                     "quadratic term is significant with its vertex inside the observed x range and the curve "
-                    "turns (two-lines test), else positive or inverse by the slope's sign. With several groups, "
+                    "turns (two-lines test), else positive or inverse by the slope's sign when the linear slope is "
+                    "significant, and curved when only the curvature is. With several groups, "
                     "p_trend is also adjusted for multiple testing (trend_adj: the call after adjustment).",
     )
     p.add_argument("csv", help="a CSV with one row per model")
