@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from scalinglab import fit as F
 from scalinglab import holdout as H
 from scalinglab.errors import UserError
 from scalinglab.fit import ScalingLaw
@@ -115,6 +116,131 @@ def test_sweep_training_range_keeps_one_target():
     for r in runs:
         assert list(r.heldout.rows) == list(np.flatnonzero(target))
         assert np.max(np.abs(r.heldout.rel_error)) < 1e-6
+
+
+def test_training_sets_bootstrap_gives_intervals_for_the_error_statistics():
+    N, D, _ = design()
+    M = D / N
+    truth = TRUE.loss(N, D)
+    loss = truth * np.exp(np.random.default_rng(5).normal(0, 0.005, len(N)))
+    table = {"N": N, "D": D, "M": M, "loss": loss}
+    target = (M >= 160) | (N > 1e9)
+    sets = {"M<=20": M <= 20, "M<=80": M <= 80}
+    res = H.training_sets(table, sets, target, n_boot=200, seed=0)
+    assert list(res) == list(sets)
+    for name, r in res.items():
+        h = r.heldout
+        assert list(h.rows) == list(np.flatnonzero(target))
+        assert h.draws.shape == (len(r.fit.bootstrap.samples), len(h.rows))
+        ci = h.error_intervals()
+        # Recomputed from the replicate predictions by hand: the statistic is taken per replicate, not per row.
+        err = h.draws / h.actual - 1
+        assert ci["mean_rel_error"] == pytest.approx(tuple(np.percentile(err.mean(axis=1), [2.5, 97.5])))
+        # The true law's mean error against these noisy runs is what a replicate of a right law estimates;
+        # a 95% interval missing it on a correct model would be too narrow (it held for seeds 0-9 when written).
+        true_mean = np.mean(truth[target] / loss[target] - 1)
+        assert ci["mean_rel_error"][0] <= true_mean <= ci["mean_rel_error"][1], name
+        assert ci["median_abs_rel_error"][0] <= ci["median_abs_rel_error"][1] <= ci["max_abs_rel_error"][1]
+    # More of the extrapolated range in the fit pins the prediction more tightly: 3.6× narrower for this
+    # noise draw, narrower for each of seeds 0-9 when written (by 1% at the least).
+    width = {k: np.subtract(*r.heldout.error_intervals()["mean_rel_error"][::-1]) for k, r in res.items()}
+    assert width["M<=80"] < width["M<=20"]
+    # Without a bootstrap the intervals are NaN, not invented.
+    plain = H.training_sets(table, sets, target)
+    assert np.isnan(plain["M<=20"].heldout.error_intervals()["mean_rel_error"][0])
+
+
+def model_curves(seed, offset=0.01, noise=0.002):
+    """12 models, 8 checkpoints each: every model's losses share one offset (its seed, its data order),
+    as a suite's checkpoints or cooldowns do, plus a little noise per checkpoint."""
+    rng = np.random.default_rng(seed)
+    N = np.repeat(np.geomspace(2e7, 1e9, 12), 8)
+    D = N * np.tile(np.geomspace(5, 160, 8), 12)
+    model = np.repeat(np.arange(12), 8)
+    loss = TRUE.loss(N, D) * np.exp(rng.normal(0, offset, 12)[model] + rng.normal(0, noise, len(N)))
+    return {"N": N, "D": D, "loss": loss, "model": [f"m{m:02d}" for m in model]}, model
+
+
+def test_group_counts_resample_whole_groups():
+    labels = np.array(["b", "a", "b", "c", "a", "c"])
+    W = H.group_counts(labels, 500, seed=1)
+    # Rows of one group are drawn together; three groups of two rows each, drawn three times, weigh 6.
+    for g in "abc":
+        cols = W[:, labels == g]
+        assert np.all(cols == cols[:, :1])
+    assert np.all(W.sum(axis=1) == 6)
+    assert {0, 1, 2, 3} <= set(np.unique(W))  # some resamples drop a group, some draw it thrice
+
+
+def test_cluster_bootstrap_with_one_row_per_group_is_the_row_bootstrap():
+    N, D, held = design()
+    loss = TRUE.loss(N, D) * np.exp(np.random.default_rng(0).normal(0, 0.005, len(N)))
+    labels = [f"{i:03d}" for i in range(len(N))]  # sorted as the rows are, so the draws line up
+    rows = H.holdout({"N": N, "D": D, "loss": loss}, held, n_boot=100, seed=3)
+    groups = H.holdout({"N": N, "D": D, "loss": loss, "g": labels}, held, n_boot=100, seed=3, groups="g")
+    # Same weights, same solver, same acceptance rule: the same replicates, bit for bit.
+    np.testing.assert_array_equal(rows.fit.bootstrap.converged, groups.fit.bootstrap.converged)
+    np.testing.assert_array_equal(rows.fit.bootstrap.samples, groups.fit.bootstrap.samples)
+    assert rows.groups is None and groups.groups == "g" and groups.n_groups == (~held).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_resampling_models_widens_intervals_when_their_rows_share_an_offset(seed):
+    table, model = model_curves(seed)
+    held = model == 11  # the largest model
+    by_row = H.holdout(table, held, n_boot=300, seed=seed)
+    by_model = H.holdout(table, held, n_boot=300, seed=seed, groups="model")
+    assert by_model.n_groups == 11
+
+    def width(h):
+        return np.median((h.upper - h.lower) / h.predicted)
+
+    # 88 rows but only 11 independent offsets: the row bootstrap sees 8× too many independent runs, so its
+    # intervals are too narrow by about sqrt(8). The ratio was 2.0 to 8.3 over seeds 0-5 when written.
+    assert width(by_model.heldout) > 1.5 * width(by_row.heldout)
+    truth = TRUE.loss(by_model.heldout.N, by_model.heldout.D)
+    assert np.mean((truth >= by_model.heldout.lower) & (truth <= by_model.heldout.upper)) >= 0.75
+
+
+def test_leave_one_group_out_finds_the_group_from_another_law():
+    table, model = model_curves(0, offset=0.0, noise=0.0)
+    odd = model == 5
+    other = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.33, beta=0.37)  # a model 'of another shape'
+    table["loss"] = np.where(odd, other.loss(table["N"], table["D"]), table["loss"])
+    out = H.leave_one_group_out(table, "model", select=model < 11)
+    assert list(out) == [f"m{m:02d}" for m in range(11)]  # the unselected model is neither fitted nor left out
+    for g, res in out.items():
+        assert not np.isin(res.train_rows, np.flatnonzero(np.asarray(table["model"]) == g)).any()
+        assert set(np.asarray(table["model"])[res.heldout.rows]) == {g}
+    # Left out, the odd model is far off; every other model, left out, is predicted by a fit that still
+    # has the odd model in it, so it is off by less. Noise-free, the gap is the laws' difference.
+    by_group = {g: H.errors_by_group(r.heldout, table["model"])[g] for g, r in out.items()}
+    assert abs(by_group["m05"]["mean"]) > 0.05
+    assert max(abs(v["mean"]) for g, v in by_group.items() if g != "m05") < abs(by_group["m05"]["mean"]) / 2
+    assert by_group["m05"]["n"] == 8 and by_group["m05"]["min"] <= by_group["m05"]["mean"] <= by_group["m05"]["max"]
+    with pytest.raises(UserError, match="at least 2 groups"):
+        H.leave_one_group_out(table, "model", select=model == 0)
+    # With a bootstrap, each fit resamples the groups it was fitted on (3 of the 4 selected), not rows.
+    boot = H.leave_one_group_out(table, "model", select=model < 4, n_boot=20)
+    assert all(r.groups == "model" and r.n_groups == 3 and r.heldout.has_interval for r in boot.values())
+    with pytest.raises(UserError, match="no column 'shape'"):
+        H.leave_one_group_out(table, "shape")
+
+
+def test_share_at_the_natural_floor_of_e():
+    N = np.repeat(np.geomspace(1e7, 4e8, 5), 6)
+    D = N * np.tile(np.geomspace(5, 160, 6), 5)
+    noise = np.exp(np.random.default_rng(1).normal(0, 0.005, len(N)))
+    no_floor = (480 / N**0.35 + 2100 / D**0.37) * noise   # E = 0: the runs cannot tell E from nothing
+    res = F.fit_arrays(N, D, no_floor, n_boot=300, seed=1)
+    share = H.at_natural_floor(res)
+    # Counted by hand: E on its floor is e^-20 ≈ 2e-9.
+    assert share["E"] == pytest.approx(np.mean(res.bootstrap.column("E") < 1e-8))
+    assert share["E"] > 0.2  # 0.70 when written; a real floor of 1.8 below gives none
+    assert share["alpha"] == share["beta"] == 0.0
+    with_floor = F.fit_arrays(N, D, TRUE.loss(N, D) * noise, n_boot=300, seed=1)
+    assert H.at_natural_floor(with_floor)["E"] == 0.0
+    assert H.at_natural_floor(F.fit_arrays(N, D, no_floor)) == {}
 
 
 # --- Gadre et al. 2024 ------------------------------------------------------

@@ -11,9 +11,13 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # The headline keys each notebook's summary.json must hold (from the issues).
 REQUIRED_KEYS = {
     "01_chinchilla_fit": ["fits", "bootstrap", "hoffmann_test", "mean_trap", "corrected", "approach2", "approach1"],
-    "02_kaplan_vs_hoffmann": ["pearce_song", "porian_exponents", "kaplan_counting_real", "warmup_gadre_grid"],
-    "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "truthfulqa_family_trends"],
-    "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction"],
+    "02_kaplan_vs_hoffmann": ["pearce_song", "chinchilla_sets", "porian_exponents", "porian_published", "kaplan_counting_real",
+                              "warmup_gadre_grid", "sweeps_difference"],
+    "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "neqa_gpt3_own_scale",
+                           "truthfulqa_family_trends", "obsscaling_pooled_dispersion",
+                           "obsscaling_trend_counts_pooled_fdr", "pythia_trend_counts_fdr"],
+    "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
+                         "few_runs"],
 }
 
 

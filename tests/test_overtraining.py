@@ -97,9 +97,8 @@ def test_one_tokens_per_parameter_ratio_cannot_separate_a_from_b():
 
 # --- their fit, on the released runs ------------------------------------------------------------
 
-# Printed by their scaling_explorer.ipynb ("reproduce figure 1"), in percent, to 4 decimals.
-PAPER_PCT = {"1.4B, M=32": 0.7103, "6.9B, M=1": 0.7320}
-TARGETS = {"1.4B, M=32": ["arch==open_lm_1b", "chinchilla_multiplier==32"], "6.9B, M=1": ["arch==open_lm_7b"]}
+PAPER_PCT = {k: 100 * v for k, v in O.PAPER_RELATIVE_ERRORS.items()}
+TARGETS = O.PAPER_TARGETS
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +114,21 @@ def rpj_c4():
 def errors_pct(runs, sel, fit):
     return {k: 100 * O.predict(fit, runs, H.where(runs, c) & sel, "params", "tokens", "loss").rel_error.item()
             for k, c in TARGETS.items()}
+
+
+def test_the_paper_targets_pick_one_run_each(rpj_c4):
+    runs, sel = rpj_c4
+    # Each target must be one run, and the run its name says: their Figure 1 predicts the 1.4B model at
+    # 640 tokens per parameter and the 6.9B model at 20. The 5% windows cover the parameter-count
+    # conventions (N here excludes the input embedding); the next sizes are 0.4B and 1.4B away.
+    expect = {"1.4B, M=32": (1.4e9, 640), "6.9B, M=1": (6.9e9, 20)}
+    assert set(TARGETS) == set(O.PAPER_RELATIVE_ERRORS) == set(expect)
+    for k, conds in TARGETS.items():
+        picked = runs[H.where(runs, conds) & sel]
+        assert len(picked) == 1, k
+        n, tpp = expect[k]
+        assert picked["params"].item() == pytest.approx(n, rel=0.05), k
+        assert picked["tokens"].item() / picked["params"].item() == pytest.approx(tpp, rel=0.05), k
 
 
 def test_their_five_run_fit_reproduces_the_published_errors(rpj_c4):

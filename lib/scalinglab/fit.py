@@ -751,9 +751,12 @@ def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
 
 
 def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
-              chunk: int = 1000, progress: bool = False) -> Bootstrap:
+              chunk: int = 1000, progress: bool = False, counts: np.ndarray | None = None,
+              desc: str = "bootstrap") -> Bootstrap:
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
 
+    ``counts`` (n_boot, rows) replaces the row resampling with any other scheme given as per-row
+    weights, e.g. whole models drawn (``holdout.group_counts``); ``n_boot`` is then its length.
     A replicate counts when ``batched_solve`` converged (projected gradient
     < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
     rest are counted in ``n_failed`` and left out of the SEs and intervals.
@@ -764,11 +767,15 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     opts = result.options
     P = parametrisation(opts)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
-    counts = resample_counts(len(logL), n_boot, seed)
+    if counts is None:
+        counts = resample_counts(len(logL), n_boot, seed)
+    elif counts.ndim != 2 or counts.shape[1] != len(logL):
+        raise UserError(f"resample weights of shape {counts.shape} for {len(logL)} runs")
+    n_boot = len(counts)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
     # Chunks keep the (K, n, 5) Jacobian small.
-    for start in _progress(range(0, n_boot, chunk), f"bootstrap ({chunk} resamples a step)", progress):
+    for start in _progress(range(0, n_boot, chunk), f"{desc} ({chunk} resamples a step)", progress):
         W = counts[start:start + chunk]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,

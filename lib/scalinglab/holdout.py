@@ -11,7 +11,12 @@ predictions give an interval.
 That interval is parameter uncertainty only: it has no term for run-to-run
 noise or for the law's form being wrong, so held-out runs falling outside it
 say the form (or the training range) does not extrapolate, not that the
-interval is too narrow by a constant.
+interval is too narrow by a constant. It is also only as wide as the
+resampling unit allows: when several rows come from one model (checkpoints,
+cooldowns, eval sets), those rows are not independent, and ``groups=``
+resamples whole models (a cluster bootstrap) instead of rows.
+``leave_one_group_out`` is the matching control: how far off is a model of
+the kind the law *was* fitted on, when it is left out?
 
 Conditions are ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``:
 the cell contains VALUE as a substring). They are parsed here, never
@@ -148,10 +153,35 @@ class Predictions:
     lower: np.ndarray
     upper: np.ndarray
     level: float
+    draws: np.ndarray | None = None  # (replicates, rows): each bootstrap replicate's predictions
 
     @property
     def rel_error(self) -> np.ndarray:
         return (self.predicted - self.actual) / self.actual
+
+    def subset(self, keep) -> "Predictions":
+        """The same predictions for the rows where ``keep`` (a mask over these rows) is True."""
+        keep = np.asarray(keep, bool)
+        cut = {k: getattr(self, k)[keep] for k in ("rows", "N", "D", "actual", "predicted", "lower", "upper")}
+        return replace(self, **cut, draws=None if self.draws is None else self.draws[:, keep])
+
+    def error_intervals(self, level: float | None = None) -> dict[str, tuple[float, float]]:
+        """Percentile intervals over the bootstrap replicates for the summary's error statistics
+        (``mean_rel_error``, ``mean_abs_rel_error``, ``median_abs_rel_error``, ``max_abs_rel_error``).
+
+        Each replicate's law predicts every row, and the statistic is taken over those predictions
+        against the same actual losses: parameter uncertainty only, as for the per-row intervals.
+        NaN without a bootstrap."""
+        names = ("mean_rel_error", "mean_abs_rel_error", "median_abs_rel_error", "max_abs_rel_error")
+        if self.draws is None or not len(self.draws):
+            return {k: (float("nan"), float("nan")) for k in names}
+        level = self.level if level is None else level
+        err = self.draws / self.actual - 1.0
+        stats = {"mean_rel_error": err.mean(axis=1), "mean_abs_rel_error": np.abs(err).mean(axis=1),
+                 "median_abs_rel_error": np.median(np.abs(err), axis=1),
+                 "max_abs_rel_error": np.abs(err).max(axis=1)}
+        q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+        return {k: tuple(float(x) for x in np.percentile(v, q)) for k, v in stats.items()}
 
     @property
     def has_interval(self) -> bool:
@@ -191,13 +221,14 @@ def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None
     bs = result.bootstrap
     level = level if level is not None else (bs.level if bs is not None else 0.95)
     lower = upper = np.full(len(N), np.nan)
+    draws = None
     if bs is not None and len(bs.samples):
         E, A, B, al, be = (bs.samples[:, i, None] for i in range(5))
         draws = E + A / N**al + B / D**be  # (replicates, runs)
         lower, upper = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
     rows = np.arange(len(N)) if rows is None else np.asarray(rows, int)
     return Predictions(rows=rows, N=N, D=D, actual=actual, predicted=np.asarray(result.loss(N, D), float),
-                       lower=lower, upper=upper, level=level)
+                       lower=lower, upper=upper, level=level, draws=draws)
 
 
 @dataclass(frozen=True)
@@ -208,12 +239,19 @@ class HoldoutResult:
     train_rows: np.ndarray
     heldout: Predictions
     conditions: tuple[str, ...] = ()
+    # What the bootstrap resampled: None for rows, else what names the groups (a column) and how many
+    # of them the training rows hold.
+    groups: str | None = None
+    n_groups: int | None = None
 
     def summary(self) -> dict[str, Any]:
         return self.heldout.summary()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"conditions": list(self.conditions), "n_train": len(self.train_rows), **self.heldout.to_dict()}
+        out = {"conditions": list(self.conditions), "n_train": len(self.train_rows)}
+        if self.groups is not None:
+            out.update(bootstrap_groups=self.groups, n_groups=self.n_groups)
+        return {**out, **self.heldout.to_dict()}
 
 
 def _checked(table, col: str, rows: np.ndarray) -> np.ndarray:
@@ -246,7 +284,8 @@ def runs_at(table, rows, n_col: str = "N", d_col: str | None = "D", loss_col: st
 
 def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
             c_col: str | None = None, select=None, options: F.FitOptions | None = None, drop_highest: int = 0,
-            n_boot: int = 0, seed: int = 0, level: float = 0.95, progress: bool = False) -> HoldoutResult:
+            n_boot: int = 0, seed: int = 0, level: float = 0.95, groups=None,
+            progress: bool = False) -> HoldoutResult:
     """Fit the rows not held out and predict the held-out ones.
 
     ``held_out``: a boolean mask over the table's rows, or conditions (a
@@ -254,6 +293,11 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     conditions every row considered must match (rows outside it are neither
     fitted nor predicted). ``drop_highest`` drops the K highest losses of the
     training rows only: held-out runs are never edited.
+
+    ``groups``: a column name, or one label per table row, saying which rows
+    belong together (one model's checkpoints or cooldowns). The bootstrap
+    then resamples whole groups of training rows (``cluster_bootstrap``)
+    instead of rows, so its intervals count models, not rows.
     """
     n = _n_rows(table)
     keep, out = rows_mask(table, select), rows_mask(table, held_out, match="any")
@@ -270,10 +314,104 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     N, D, L, names = runs_at(table, train_rows, n_col, d_col, loss_col, c_col=c_col)
     kept = F.keep_below_highest(L, drop_highest)
     train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
-    res = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
+    labels = None if groups is None else group_labels(table, groups)
+    res = F.fit_arrays(N, D, L, options, n_boot=0 if labels is not None else n_boot, seed=seed, level=level,
+                       names=names, progress=progress)
+    if labels is not None and n_boot:
+        res = replace(res, bootstrap=cluster_bootstrap(res, N, D, L, labels[train_rows], n_boot=n_boot, seed=seed,
+                                                       level=level, progress=progress))
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
+    unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
+                                          n_groups=len(np.unique(labels[train_rows])))
     return HoldoutResult(fit=res, train_rows=train_rows, heldout=predict(res, tN, tD, tL, rows=test_rows, level=level),
-                         conditions=texts)
+                         conditions=texts, **unit)
+
+
+# --- resampling models, not rows ------------------------------------------
+
+
+def group_labels(table, groups) -> np.ndarray:
+    """One label (as text) per table row, from a column name or a sequence as long as the table."""
+    n = _n_rows(table)
+    if isinstance(groups, str):
+        if groups not in table:
+            raise UserError(f"no column {groups!r} to group rows by; the table has {', '.join(map(str, table))}")
+        groups = list(table[groups])
+    labels = np.array([str(g) for g in groups])
+    if labels.shape != (n,):
+        raise UserError(f"{labels.size} group labels for a table of {n} rows")
+    return labels
+
+
+def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
+    with replacement, and every row counts as often as its group was drawn."""
+    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    k = int(inverse.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
+    return drawn[:, inverse]
+
+
+def cluster_bootstrap(result: F.FitResult, N, D, L, labels, *, n_boot: int = 1000, seed: int = 0,
+                      level: float = 0.95, chunk: int = 1000, progress: bool = False) -> F.Bootstrap:
+    """``fit.bootstrap`` with whole groups resampled (``group_counts``) instead of rows.
+
+    Each resample is a weight per row, refitted by the same batched solver
+    from ``result``, and counts under the same rule: converged and on no
+    artificial bound (a natural floor, E = 0 or an exponent at 0, counts).
+    """
+    counts = group_counts(labels, n_boot, seed)
+    if counts.shape[1] != np.asarray(L).size:
+        raise UserError(f"{counts.shape[1]} group labels for {np.asarray(L).size} runs")
+    return F.bootstrap(result, N, D, L, seed=seed, level=level, chunk=chunk, progress=progress, counts=counts,
+                       desc="bootstrap over groups")
+
+
+def at_natural_floor(result: F.FitResult) -> dict[str, float]:
+    """Share of the counted bootstrap replicates with each parameter on its natural floor
+    (``fit.NATURAL_FLOOR``: E, A or B ≈ 0, an exponent at 0). Those replicates count as estimates
+    ("these runs cannot tell the term from nothing"), so a large share says the interval reaches zero
+    because the data allow it, not because of the box. Empty without a bootstrap."""
+    bs = result.bootstrap
+    if bs is None or not len(bs.samples):
+        return {}
+    opts = result.options
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    theta = F._to_theta(bs.samples)
+    # The tolerance of fit's own bound flags; a floor a caller raised above the natural one is not natural.
+    on = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(F.NATURAL_FLOOR))
+    return {name: float(on[:, i].mean()) for i, name in enumerate(F.PARAMS)}
+
+
+def leave_one_group_out(table, groups, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                        c_col: str | None = None, select=None, options: F.FitOptions | None = None,
+                        n_boot: int = 0, seed: int = 0, level: float = 0.95) -> dict[str, HoldoutResult]:
+    """For each group among the selected rows: fit all the other selected rows, predict that group's.
+
+    The control for a held-out check: a law fitted on models of one kind misses a model *of the same
+    kind* that it did not see by this much, so a held-out model of another kind is off for its kind
+    only if it is off by more. Keys are the group labels, in order of first appearance. With
+    ``n_boot`` each fit's bootstrap resamples the remaining groups, so the intervals can be checked
+    on models the law should predict.
+    """
+    labels = group_labels(table, groups)
+    keep = rows_mask(table, select)
+    order = list(dict.fromkeys(labels[keep]))
+    if len(order) < 2:
+        raise UserError(f"leave-one-group-out needs at least 2 groups among the selected rows; got {len(order)}")
+    unit = groups if isinstance(groups, str) else labels
+    return {g: holdout(table, labels == g, n_col, d_col, loss_col, c_col=c_col, select=keep, options=options,
+                       n_boot=n_boot, seed=seed, level=level, groups=unit if n_boot else None)
+            for g in order}
+
+
+def errors_by_group(predictions: Predictions, labels) -> dict[str, dict[str, float]]:
+    """Per group of predicted rows (``labels``: one per table row): rows, mean, min and max relative error."""
+    labels = np.asarray(labels)[predictions.rows]
+    err = predictions.rel_error
+    return {g: {"n": int((labels == g).sum()), "mean": float(err[labels == g].mean()),
+                "min": float(err[labels == g].min()), "max": float(err[labels == g].max())}
+            for g in dict.fromkeys(labels)}
 
 
 def is_mask(x) -> bool:
@@ -294,23 +432,44 @@ def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
     return any_of(table, rows) if match == "any" else where(table, rows)
 
 
+def restrict(res: HoldoutResult, target) -> HoldoutResult:
+    """``res`` with its predictions cut to the rows of ``target`` (a mask over the table's rows)."""
+    return replace(res, heldout=res.heldout.subset(np.asarray(target, bool)[res.heldout.rows]))
+
+
+def training_sets(table, training, target, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                  select=None, options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                  level: float = 0.95) -> dict[str, HoldoutResult]:
+    """Fit each named training set and predict one common target.
+
+    ``training``: name → a mask or conditions (ANDed) for the rows to fit;
+    rows in ``target`` (mask, or conditions ORed) are never fitted, and rows
+    outside ``select`` are never used. Each result's predictions are the
+    target rows only, so the errors compare across training sets. With
+    ``n_boot``, every fit is bootstrapped with the same seed, and
+    ``heldout.error_intervals()`` gives intervals for the error statistics.
+    """
+    keep, tgt = rows_mask(table, select), rows_mask(table, target, match="any")
+    if not (keep & tgt).any():
+        raise UserError(f"the target holds none of the {keep.sum()} selected rows")
+    out = {}
+    for name, rows in training.items():
+        fitted = rows_mask(table, rows)
+        res = holdout(table, tgt | ~fitted, n_col, d_col, loss_col, select=keep, options=options, n_boot=n_boot,
+                      seed=seed, level=level)
+        out[name] = replace(restrict(res, tgt), conditions=(str(name),))
+    return out
+
+
 def sweep_training_range(table, column: str, limits: Sequence[float], target, n_col: str = "N",
                          d_col: str | None = "D", loss_col: str = "loss", *, select=None,
-                         options: F.FitOptions | None = None) -> list[HoldoutResult]:
+                         options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                         level: float = 0.95) -> list[HoldoutResult]:
     """For each limit m, fit the rows with ``column <= m`` (and not in ``target``) and predict ``target``.
 
     The target rows stay the same across limits, so the errors compare: how
     much of the extrapolated range must the training runs cover?
     """
-    keep, tgt = rows_mask(table, select), rows_mask(table, target, match="any")
-    out = []
-    for m in limits:
-        beyond = ~where(table, Condition(column, "<=", repr(float(m)), f"{column}<={m:g}"))
-        res = holdout(table, tgt | beyond, n_col, d_col, loss_col, select=keep, options=options)
-        # Predict only the common target: rows beyond the limit but outside it are dropped from the report.
-        on_target = tgt[res.heldout.rows]
-        h = res.heldout
-        sub = replace(h, **{k: getattr(h, k)[on_target] for k in ("rows", "N", "D", "actual", "predicted",
-                                                                 "lower", "upper")})
-        out.append(replace(res, heldout=sub, conditions=(f"{column}<={m:g}",)))
-    return out
+    sets = {f"{column}<={m:g}": Condition(column, "<=", repr(float(m)), f"{column}<={m:g}") for m in limits}
+    return list(training_sets(table, sets, target, n_col, d_col, loss_col, select=select, options=options,
+                              n_boot=n_boot, seed=seed, level=level).values())
