@@ -92,6 +92,10 @@ def test_dataset_roles_supply_the_columns(mirror, capsys):
     (["--n-col", "params", "--d-col", "tokens"], "no column 'loss'"),
     (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--bootstrap", "5", "--seed", "-1"],
      "--seed must be >= 0"),
+    (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--bootstrap-by", "params"],
+     "--bootstrap-by params needs --bootstrap K"),
+    (["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss", "--bootstrap", "5",
+      "--bootstrap-by", "model"], "no column 'model' to group rows by"),
 ])
 def test_bad_arguments_exit_2_with_one_line(runs_csv, capsys, argv, message):
     assert main(["fit", str(runs_csv), *argv]) == 2
@@ -366,3 +370,44 @@ def test_constraints_import_no_heavy_modules_and_plot_imports_only_matplotlib(ru
     argv = ["fit", str(runs_csv), *FIT_COLS, "--fix", "E=1.8", "--tie-exponents"]
     assert heavy_modules_after(argv) == "[]"
     assert heavy_modules_after(argv + ["--plot", str(tmp_path / "f.png")]) == "['matplotlib']"
+
+
+@pytest.fixture
+def models_csv(tmp_path):
+    """12 models, 6 rows each (checkpoints of one run): each model's rows share one offset, as a model's
+    seed and data order shift all its checkpoints together, plus a little per-row noise."""
+    rng = np.random.default_rng(3)
+    lines = ["model,params,tokens,loss"]
+    for m, n in enumerate(np.geomspace(2e7, 5e9, 12)):
+        offset = rng.normal(0, 0.02)
+        for d in np.geomspace(2e9, 2e11, 6):
+            loss = TRUE.loss(n, d) * np.exp(offset + rng.normal(0, 0.002))
+            lines.append(f"m{m},{n:.17g},{d:.17g},{loss:.17g}")
+    path = tmp_path / "models.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_bootstrap_by_model_resamples_models_and_widens_the_intervals(models_csv, capsys):
+    common = (models_csv, "--n-col", "params", "--d-col", "tokens", "--bootstrap", "400", "--seed", "0")
+    rows = run_json(capsys, *common)
+    models = run_json(capsys, *common, "--bootstrap-by", "model")
+    assert rows["bootstrap"]["unit"] == "runs" and rows["bootstrap"]["n_units"] == 72
+    assert models["bootstrap"]["unit"] == "model" and models["bootstrap"]["n_units"] == 12
+    assert models["alpha"] == rows["alpha"]  # the point fit does not depend on how it is resampled
+    # The offsets are shared within a model, so 72 rows carry about 12 rows' worth of information on N's term:
+    # resampling rows treats them as independent and the interval on alpha comes out several times too
+    # narrow. A factor of 1.5 leaves room for the bootstrap's own noise at 400 resamples.
+    width = {k: np.diff(out["bootstrap"]["ci"]["alpha"])[0] for k, out in (("rows", rows), ("models", models))}
+    assert width["models"] > 1.5 * width["rows"], width
+    # Human-readable output names what was resampled.
+    assert main(["fit", *map(str, common), "--bootstrap-by", "model"]) == 0
+    assert "resamples of model, 12 groups" in capsys.readouterr().out
+
+
+def test_bootstrap_by_model_applies_to_the_selected_and_the_held_out_fits(models_csv, capsys):
+    base = (models_csv, "--n-col", "params", "--d-col", "tokens", "--bootstrap", "100", "--bootstrap-by", "model")
+    picked = run_json(capsys, *base, "--where", "params<1e9")
+    assert picked["bootstrap"]["n_units"] == sum(n < 1e9 for n in np.geomspace(2e7, 5e9, 12))
+    held = run_json(capsys, *base, "--holdout", "params>1e9")
+    assert held["holdout"]["n_groups"] == picked["bootstrap"]["n_units"]

@@ -268,7 +268,7 @@ class ScalingLaw:
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """Row-resampling bootstrap: replicate fits, their spread and intervals."""
+    """Resampling bootstrap (rows, or whole groups of rows): replicate fits, their spread and intervals."""
 
     samples: np.ndarray            # (n_ok, 5) columns PARAMS, converged replicates only
     converged: np.ndarray          # (n_boot,) bool: which resamples those are
@@ -278,6 +278,9 @@ class Bootstrap:
     seed: int
     free: tuple[str, ...] = PARAMS  # the fit's free parameters (alpha stands for a tied pair)
     constant: tuple[str, ...] = ()  # names the constraints hold constant (fixed; a and b when tied)
+    # What was resampled: "runs" (rows), or the name of what groups them (e.g. a model column), with how many.
+    unit: str = "runs"
+    n_units: int | None = None
 
     def column(self, name: str) -> np.ndarray:
         if name in PARAMS:
@@ -384,7 +387,8 @@ class FitResult(ScalingLaw):
         if self.bootstrap is not None:
             bs = self.bootstrap
             out["bootstrap"] = {"n_boot": bs.n_boot, "n_failed": bs.n_failed, "level": bs.level,
-                                "seed": bs.seed, "se": bs.se, "ci": {k: list(v) for k, v in bs.ci.items()}}
+                                "seed": bs.seed, "unit": bs.unit, "n_units": bs.n_units,
+                                "se": bs.se, "ci": {k: list(v) for k, v in bs.ci.items()}}
         return out
 
 
@@ -692,7 +696,7 @@ def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
 
 def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
                n_boot: int = 0, seed: int = 0, level: float = 0.95, names=("N", "D", "loss"),
-               progress: bool = False) -> FitResult:
+               progress: bool = False, groups=None, unit: str = "groups") -> FitResult:
     """Fit L(N, D) to runs (N, D, L). ``starts`` defaults to Hoffmann's grid.
 
     Every start is scored at once; the ``n_refine`` best are optimised together
@@ -732,7 +736,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
                        n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm, options=opts)
     if n_boot:
         result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
-                                                      progress=progress))
+                                                      progress=progress, groups=groups, unit=unit))
     return result
 
 
@@ -750,13 +754,24 @@ def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
 
 
+def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
+    with replacement, and every row counts as often as its group was drawn. With one row per group
+    this is ``resample_counts`` (same draws for the same seed)."""
+    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    k = int(inverse.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
+    return drawn[:, inverse]
+
+
 def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
-              chunk: int = 1000, progress: bool = False, counts: np.ndarray | None = None,
-              desc: str = "bootstrap") -> Bootstrap:
+              chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups") -> Bootstrap:
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
 
-    ``counts`` (n_boot, rows) replaces the row resampling with any other scheme given as per-row
-    weights, e.g. whole models drawn (``holdout.group_counts``); ``n_boot`` is then its length.
+    ``groups`` (one label per run) resamples whole groups instead of rows (``group_counts``): when
+    several rows come from one model (checkpoints, cooldowns, eval sets) they share its seed, data
+    order and shape, so the model is the independent unit, and resampling rows would treat its
+    rows as independent evidence and make the intervals too narrow. ``unit`` names the groups.
     A replicate counts when ``batched_solve`` converged (projected gradient
     < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
     rest are counted in ``n_failed`` and left out of the SEs and intervals.
@@ -767,15 +782,19 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     opts = result.options
     P = parametrisation(opts)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
-    if counts is None:
-        counts = resample_counts(len(logL), n_boot, seed)
-    elif counts.ndim != 2 or counts.shape[1] != len(logL):
-        raise UserError(f"resample weights of shape {counts.shape} for {len(logL)} runs")
-    n_boot = len(counts)
+    if groups is None:
+        counts, unit, n_units = resample_counts(len(logL), n_boot, seed), "runs", len(logL)
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != logL.shape:
+            raise UserError(f"{groups.size} group labels for {len(logL)} runs")
+        counts, n_units = group_counts(groups, n_boot, seed), len(np.unique(groups))
+        if n_units < 2:
+            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {len(logL)} runs are in one")
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
     # Chunks keep the (K, n, 5) Jacobian small.
-    for start in _progress(range(0, n_boot, chunk), f"{desc} ({chunk} resamples a step)", progress):
+    for start in _progress(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
         W = counts[start:start + chunk]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
@@ -787,7 +806,8 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     # a = β/(α+β) is 0.5 exactly when β = α, and constant when both exponents are fixed.
     constant = tuple(fixed) + (("a", "b") if P.tied or {"alpha", "beta"} <= fixed.keys() else ())
     return Bootstrap(samples=_exact_fixed(_to_params(theta[ok]), opts), converged=ok, n_boot=n_boot,
-                     n_failed=int((~ok).sum()), level=level, seed=seed, free=P.names, constant=constant)
+                     n_failed=int((~ok).sum()), level=level, seed=seed, free=P.names, constant=constant,
+                     unit=unit, n_units=n_units)
 
 
 def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,

@@ -315,11 +315,9 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     kept = F.keep_below_highest(L, drop_highest)
     train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
     labels = None if groups is None else group_labels(table, groups)
-    res = F.fit_arrays(N, D, L, options, n_boot=0 if labels is not None else n_boot, seed=seed, level=level,
-                       names=names, progress=progress)
-    if labels is not None and n_boot:
-        res = replace(res, bootstrap=cluster_bootstrap(res, N, D, L, labels[train_rows], n_boot=n_boot, seed=seed,
-                                                       level=level, progress=progress))
+    res = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress,
+                       groups=None if labels is None else labels[train_rows],
+                       unit=groups if isinstance(groups, str) else "groups")
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
                                           n_groups=len(np.unique(labels[train_rows])))
@@ -343,28 +341,20 @@ def group_labels(table, groups) -> np.ndarray:
     return labels
 
 
-def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
-    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
-    with replacement, and every row counts as often as its group was drawn."""
-    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
-    k = int(inverse.max()) + 1
-    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
-    return drawn[:, inverse]
+group_counts = F.group_counts  # kept here too: the cluster bootstrap is this module's use of it
 
 
 def cluster_bootstrap(result: F.FitResult, N, D, L, labels, *, n_boot: int = 1000, seed: int = 0,
-                      level: float = 0.95, chunk: int = 1000, progress: bool = False) -> F.Bootstrap:
-    """``fit.bootstrap`` with whole groups resampled (``group_counts``) instead of rows.
+                      level: float = 0.95, chunk: int = 1000, progress: bool = False,
+                      unit: str = "groups") -> F.Bootstrap:
+    """``fit.bootstrap`` with whole groups resampled (``fit.group_counts``) instead of rows.
 
     Each resample is a weight per row, refitted by the same batched solver
     from ``result``, and counts under the same rule: converged and on no
     artificial bound (a natural floor, E = 0 or an exponent at 0, counts).
     """
-    counts = group_counts(labels, n_boot, seed)
-    if counts.shape[1] != np.asarray(L).size:
-        raise UserError(f"{counts.shape[1]} group labels for {np.asarray(L).size} runs")
-    return F.bootstrap(result, N, D, L, seed=seed, level=level, chunk=chunk, progress=progress, counts=counts,
-                       desc="bootstrap over groups")
+    return F.bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level, chunk=chunk, progress=progress,
+                       groups=labels, unit=unit)
 
 
 def at_natural_floor(result: F.FitResult) -> dict[str, float]:

@@ -29,6 +29,10 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=0, metavar="K",
                    help="K row-resampling bootstrap fits for standard errors and 95%% intervals")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap-by", metavar="COL",
+                   help="resample whole groups of rows named by COL (e.g. a model id) instead of rows: when one "
+                        "model gives several rows (checkpoints, cooldowns, eval sets) the model is the "
+                        "independent unit and row resampling makes the intervals too narrow")
     p.add_argument("--where", action="append", metavar="COND",
                    help="fit (and predict) only rows matching COND, written COL OP VALUE with OP one of "
                         "== != < <= > >= ~ (~: contains), e.g. 'dataset==rpj'; repeat to require several")
@@ -139,6 +143,8 @@ def _run(args) -> int:
         else:
             c_col = roles["c"]
     check_resampling(args)
+    if args.bootstrap_by and not args.bootstrap:
+        raise UserError(f"--bootstrap-by {args.bootstrap_by} needs --bootstrap K (how many resamples)")
     if args.compute:
         F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
     if args.plot:
@@ -149,15 +155,22 @@ def _run(args) -> int:
     boot = dict(n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label
     try:
-        if not (args.where or args.holdout or args.predict):
+        labels = None
+        if args.bootstrap_by:
+            from scalinglab import holdout as H
+
+            labels = H.group_labels(table, args.bootstrap_by)
+            boot.update(unit=args.bootstrap_by)
+        if not (args.where or args.holdout or args.predict or args.bootstrap_by):
             N, D, L, names = F.runs_from_table(table, drop_highest=args.drop_highest, **cols)
             res = F.fit_arrays(N, D, L, opts, names=names, **boot)
         else:
             from scalinglab import holdout as H
 
             if args.holdout:
+                boot.pop("unit", None)
                 check = H.holdout(table, args.holdout, **cols, select=args.where, drop_highest=args.drop_highest,
-                                  options=opts, **boot)
+                                  options=opts, groups=args.bootstrap_by, **boot)
                 res = check.fit
                 N, D, L = H.runs_at(table, check.train_rows, **cols)[:3]
             else:
@@ -167,7 +180,8 @@ def _run(args) -> int:
                 N, D, L, names = H.runs_at(table, rows, **cols)
                 keep = F.keep_below_highest(L, args.drop_highest)
                 N, D, L = N[keep], D[keep], L[keep]
-                res = F.fit_arrays(N, D, L, opts, names=names, **boot)
+                groups = None if labels is None else labels[rows][keep]
+                res = F.fit_arrays(N, D, L, opts, names=names, groups=groups, **boot)
     except UserError as exc:  # name the file or dataset the bad column or value came from
         raise UserError(f"{label}: {exc}") from None
     if args.predict:
@@ -232,7 +246,8 @@ def _table(res, label: str, dropped: int) -> str:
               + f"; objective {res.objective:.6g}", ""]
     head = f"{'':<7}{'estimate':>12}"
     if bs:
-        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} resamples)"
+        unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
+        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} resamples{unit})"
     lines.append(head)
     values = {**res.params(), "a": res.a, "b": res.b}
     # Why a row has no spread: it was given, or follows from the constraints.
