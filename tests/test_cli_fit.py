@@ -411,3 +411,44 @@ def test_bootstrap_by_model_applies_to_the_selected_and_the_held_out_fits(models
     assert picked["bootstrap"]["n_units"] == sum(n < 1e9 for n in np.geomspace(2e7, 5e9, 12))
     held = run_json(capsys, *base, "--holdout", "params>1e9")
     assert held["holdout"]["n_groups"] == picked["bootstrap"]["n_units"]
+
+
+def test_held_out_sizes_get_curves_of_their_own():
+    from scalinglab.fitplot import plotted_sizes
+
+    fitted = np.geomspace(1e7, 1e9, 12)
+    held = np.array([3e9, 7e9, 7e9])
+    sizes = plotted_sizes(fitted, held)
+    # Both held-out sizes are drawn (else the 1e9 curve would be stretched over their tokens), and the
+    # total stays at the cap.
+    assert {3e9, 7e9} <= set(sizes) and len(sizes) <= 6
+    assert set(plotted_sizes(fitted)) <= set(fitted) and len(plotted_sizes(fitted)) == 6
+
+
+def test_a_term_negligible_at_every_run_is_reported_not_identified(runs_csv, capsys):
+    # alpha fixed at 10 makes A/N^alpha ~ 1e-70 of the loss: A has no gradient, stays at its start and would
+    # otherwise print with a zero-width interval as if it were known.
+    out = run_json(capsys, runs_csv, "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                   "--fix", "alpha=10", "--bootstrap", "20")
+    assert out["status"] == "unidentified" and out["unidentified"] == ["A"]
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 "--fix", "alpha=10", "--bootstrap", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "not identified: A" in text and "not identified" in next(r for r in text.splitlines() if r.startswith("A "))
+
+
+def test_a_bootstrap_whose_replicates_all_fail_says_so(runs_csv, capsys):
+    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
+                 "--fix", "A=1e300", "--bootstrap", "10"]) == 0
+    assert "all 10 replicates failed" in capsys.readouterr().out
+
+
+def test_blank_group_labels_are_an_error_not_a_group(models_csv, tmp_path, capsys):
+    lines = models_csv.read_text().splitlines()
+    lines[5] = "," + lines[5].split(",", 1)[1]  # one row without a model id
+    bad = tmp_path / "blank.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(bad), "--n-col", "params", "--d-col", "tokens", "--bootstrap", "5",
+                 "--bootstrap-by", "model"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'model' is blank in 1 row(s) (first: row 4)" in err and err.count("\n") == 1

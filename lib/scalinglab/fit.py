@@ -340,7 +340,8 @@ class Bootstrap:
 
 @dataclass(frozen=True)
 class FitResult(ScalingLaw):
-    """A fitted law with how it was found. ``status``: converged, max_iter or at_bound.
+    """A fitted law with how it was found. ``status``: converged, max_iter, at_bound or unidentified
+    (a term is negligible at every run, so its free parameters are not estimated: ``unidentified``).
 
     Data that cannot identify the law never get a result: ``check_identifiable``
     raises a UserError instead.
@@ -349,6 +350,7 @@ class FitResult(ScalingLaw):
     objective: float = float("nan")
     status: str = "converged"
     at_bound: tuple[str, ...] = ()
+    unidentified: tuple[str, ...] = ()
     n_rows: int = 0
     n_starts: int = 0
     grad_norm: float = float("nan")
@@ -380,7 +382,8 @@ class FitResult(ScalingLaw):
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self.params(), "a": self.a, "b": self.b, "status": self.status,
-                               "at_bound": list(self.at_bound), "objective": self.objective,
+                               "at_bound": list(self.at_bound), "unidentified": list(self.unidentified),
+                               "objective": self.objective,
                                "n_rows": self.n_rows, "n_starts": self.n_starts,
                                "delta": self.options.delta, "fixed": self.fixed,
                                "tie_exponents": self.tied, "n_free": self.n_free}
@@ -731,13 +734,34 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     flags = _bound_flags(theta, opts)
     at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
     ok = converged[best] and grad_norm <= opts.status_gtol
-    status = "at_bound" if at_bound else ("converged" if ok else "max_iter")
+    unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
+    status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "max_iter")
     result = FitResult(*_exact_fixed(_to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
-                       n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm, options=opts)
+                       unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,
+                       options=opts)
     if n_boot:
         result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
                                                       progress=progress, groups=groups, unit=unit))
     return result
+
+
+# Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
+# gradient, stay where the start put them, and a bootstrap shows them with zero spread, as if known.
+NEGLIGIBLE_TERM = 1e-6
+
+
+def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[str, ...]:
+    """Free parameters of a term negligible at every run, e.g. A and alpha under ``--fix alpha=10``.
+
+    Unconstrained fits reach this only on a bound (A at its floor, an exponent at 5: ``at_bound``); a
+    fixed value can put it anywhere. A tied alpha stays identified through the other term."""
+    _, pE, pA, pB = _terms(theta[None, :], logN, logD)
+    free = set(P.names)
+    out = []
+    for weight, params in ((pE, ("E",)), (pA, ("A", "alpha")), (pB, ("B", "beta"))):
+        if weight.max() < NEGLIGIBLE_TERM:
+            out += [p for p in params if p in free and p not in at_bound and not (P.tied and p == "alpha")]
+    return tuple(p for p in PARAMS if p in out)
 
 
 def _progress(iterable, desc: str, on: bool):

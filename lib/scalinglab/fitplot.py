@@ -42,6 +42,13 @@ def curve_sizes(N, k: int = N_CURVES) -> np.ndarray:
     return np.unique(sizes[[int(np.argmin(np.abs(np.log(sizes) - t))) for t in targets]])
 
 
+def plotted_sizes(N, other_N=(), k: int = N_CURVES) -> np.ndarray:
+    """The sizes that get a curve: up to 3 of the runs the law was not fitted to, the rest from the fitted runs."""
+    other_N = np.asarray(other_N, float)
+    n_other = min(3, np.unique(other_N).size)
+    return np.unique(np.concatenate([curve_sizes(N, k - n_other), curve_sizes(other_N, n_other)]))
+
+
 def _constraint_note(result) -> str:
     notes = [f"{k} fixed" for k in result.fixed]
     if result.tied:
@@ -65,8 +72,10 @@ def fit_figure(result, N, D, L, *, others=None, others_label: str = "held out", 
     ax, res_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
 
     # The law for a few sizes, each over the D of the runs nearest that size (so that a curve shows
-    # the law where there are runs to compare it with), and the law's compute-optimal frontier.
-    sizes = curve_sizes(N)
+    # the law where there are runs to compare it with), and the law's compute-optimal frontier. Sizes
+    # the law was not fitted to get curves of their own (up to 3): otherwise their runs would stretch
+    # the nearest fitted size's curve over their D range, and the eye would compare them with the wrong N.
+    sizes = plotted_sizes(N, oN)
     edges = np.concatenate([[-np.inf], (np.log(sizes[1:]) + np.log(sizes[:-1])) / 2, [np.inf]])
     for n, lo_edge, hi_edge in zip(sizes, edges[:-1], edges[1:]):
         near = (np.log(allN) >= lo_edge) & (np.log(allN) < hi_edge)

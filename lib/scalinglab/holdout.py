@@ -331,10 +331,19 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
 def group_labels(table, groups) -> np.ndarray:
     """One label (as text) per table row, from a column name or a sequence as long as the table."""
     n = _n_rows(table)
+    what = "the group labels"
     if isinstance(groups, str):
         if groups not in table:
             raise UserError(f"no column {groups!r} to group rows by; the table has {', '.join(map(str, table))}")
+        what = f"column {groups!r}"
         groups = list(table[groups])
+    # A blank label would silently put every unlabelled row in one made-up group ("nan") and resample
+    # them together as if they were one model. (The CLI's CSV reader, like pandas, reads an empty cell as nan.)
+    blank = [i for i, g in enumerate(groups)
+             if g is None or (isinstance(g, float) and np.isnan(g)) or str(g).strip().lower() in ("", "nan")]
+    if blank:
+        raise UserError(f"{what} is blank in {len(blank)} row(s) (first: row {blank[0]}): every row needs a group "
+                        "to resample by")
     labels = np.array([str(g) for g in groups])
     if labels.shape != (n,):
         raise UserError(f"{labels.size} group labels for a table of {n} rows")

@@ -243,15 +243,22 @@ def _table(res, label: str, dropped: int) -> str:
         lines.append(f"constraints: {', '.join(held)}; {res.n_free} free parameters "
                      f"(at least {F.min_rows(res.n_free)} runs needed)")
     lines += [f"status: {res.status}" + (f" ({', '.join(res.at_bound)} at a bound)" if res.at_bound else "")
-              + f"; objective {res.objective:.6g}", ""]
+              + f"; objective {res.objective:.6g}"]
+    if res.unidentified:
+        lines.append(f"not identified: {', '.join(res.unidentified)} (their term is below "
+                     f"{F.NEGLIGIBLE_TERM:g} of the predicted loss at every run, so the runs say nothing about them)")
+    if bs and not len(bs.samples):
+        lines.append(f"bootstrap: all {bs.n_boot} replicates failed (no convergence, or an artificial bound): "
+                     "no standard errors or intervals")
+    lines.append("")
     head = f"{'':<7}{'estimate':>12}"
     if bs:
         unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
-        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} resamples{unit})"
+        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} resamples{unit})"
     lines.append(head)
     values = {**res.params(), "a": res.a, "b": res.b}
     # Why a row has no spread: it was given, or follows from the constraints.
-    marks = {k: "fixed" for k in fixed}
+    marks = {k: "fixed" for k in fixed} | {k: "not identified" for k in res.unidentified}
     if res.tied:
         marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
     elif {"alpha", "beta"} <= fixed.keys():
