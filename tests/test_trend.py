@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from scalinglab.errors import UserError
-from scalinglab.trend import (Dispersion, adjust_pvalues, adjust_trends, between_model_sd, classify_groups,
-                              classify_trend, critical_scale, pooled_dispersion)
+from scalinglab.trend import (TRENDS, TrendOptions, Dispersion, adjust_pvalues, adjust_trends, between_model_sd,
+                              classify_groups, classify_trend, critical_scale, pooled_dispersion)
 
 X = np.logspace(8, 11, 7)          # seven models over three decades
 Z = np.log10(X) - 9.5              # centred log scale, -1.5 .. 1.5
@@ -39,6 +39,39 @@ def test_a_trend_carried_by_curvature_alone_is_curved_not_named_by_a_null_slope(
     assert r.trend == "curved"
     # With more examples per point both sides are significant and the same curve is a confirmed U.
     assert classify_trend(X, 0.45 + 0.08 * Z**2, 200).trend == "u-shaped"
+
+
+def test_a_gate_that_passes_with_neither_slope_nor_curvature_significant_is_unresolved():
+    # A referee's series: six log-spaced sizes, n = 400. The joint 2-df test passes (p 0.046), but neither the
+    # slope (p 0.074) nor the curvature (p 0.086) does on its own: accuracy changes, in no shape the data show.
+    r = classify_trend(np.logspace(8, 11, 6), [0.475, 0.509, 0.528, 0.527, 0.579, 0.508], 400)
+    assert r.p_trend < 0.05 and r.p_linear >= 0.05 and r.p_quadratic >= 0.05
+    assert r.trend == "unresolved" and "unresolved" in TRENDS
+    # At alpha = 0.08 the slope is significant: the same series is positive (its slope is > 0).
+    assert classify_trend(np.logspace(8, 11, 6), [0.475, 0.509, 0.528, 0.527, 0.579, 0.508], 400,
+                          opts=TrendOptions(alpha=0.08)).trend == "positive"
+
+
+def test_every_call_follows_its_stated_rule_on_random_series():
+    rng = np.random.default_rng(12)
+    x = np.logspace(8, 11, 6)
+    calls = []
+    for _ in range(400):
+        p = np.clip(0.5 + rng.normal(0, 0.03) * (np.log10(x) - 9.5) + rng.normal(0, 0.02, 6), 0.05, 0.95)
+        r = classify_trend(x, rng.binomial(400, p) / 400, 400)
+        calls.append(r.trend)
+        if r.trend == "flat":
+            assert r.p_trend >= 0.05
+        elif r.trend in ("positive", "inverse"):
+            assert r.p_trend < 0.05 and r.p_linear < 0.05 and np.sign(r.slope) == (1 if r.trend == "positive" else -1)
+        elif r.trend == "curved":
+            assert r.p_trend < 0.05 and r.p_linear >= 0.05 and r.p_quadratic < 0.05
+        elif r.trend == "unresolved":
+            assert r.p_trend < 0.05 and r.p_linear >= 0.05 and r.p_quadratic >= 0.05
+        else:
+            assert r.trend in ("u-shaped", "inverted-u") and r.p_quadratic < 0.05 and r.vertex_inside
+    # Scatter beyond binomial makes every branch turn up; both the curvature-only and the shapeless calls must.
+    assert {"curved", "unresolved", "flat", "positive", "inverse"} <= set(calls), sorted(set(calls))
 
 
 def test_vertex_and_p_values_are_reported():
@@ -97,12 +130,17 @@ def test_a_groups_own_dispersion_is_estimated_but_has_no_power_with_four_points(
     plain = classify_trend(X, y, 10000)
     wide = classify_trend(X, y, 10000, dispersion="group")
     assert wide.scale > 10 and wide.df_scale == 4 and wide.p_trend > plain.p_trend
-    # Four points leave 1 residual df. Four accuracies exactly on a logit line (no scatter: scale 1) fall by
+    # Four points leave 1 residual df. Four accuracies within 0.005 of a logit line (own scale about 2) fall by
     # 0.07 over three decades, at n = 10000 a trend at p < 1e-20, yet F(2, 1) calls it flat.
-    x4, line = X[::2], 1 / (1 + np.exp(0.1 * Z[::2]))
-    assert classify_trend(x4, line, 10000).p_trend < 1e-20
-    own = classify_trend(x4, line, 10000, dispersion="group")
-    assert own.scale == 1.0 and own.df_scale == 1 and own.trend == "flat"
+    x4 = X[::2]
+    near_line = 1 / (1 + np.exp(0.1 * Z[::2])) + 0.005 * np.array([1, -3, 3, -1]) / 3
+    assert classify_trend(x4, near_line, 10000).p_trend < 1e-20
+    own = classify_trend(x4, near_line, 10000, dispersion="group")
+    assert 1.5 < own.scale == own.scale_group < 3 and own.df_scale == 1 and own.trend == "flat"
+    # Exactly on the line the own scale is floored at 1, the binomial variance: binomial tests, not F(2, 1).
+    exact = classify_trend(x4, 1 / (1 + np.exp(0.1 * Z[::2])), 10000, dispersion="group")
+    assert exact.dispersion == "group (floored: binomial tests)" and np.isnan(exact.df_scale)
+    assert exact.p_trend == classify_trend(x4, 1 / (1 + np.exp(0.1 * Z[::2])), 10000).p_trend < 1e-20
 
 
 # -- pooled dispersion ------------------------------------------------------------------------------
@@ -149,9 +187,49 @@ def test_pooled_dispersion_is_summed_pearson_chi2_over_summed_residual_df():
 def test_pooled_dispersion_is_floored_at_one_and_needs_residual_df():
     df = pd.DataFrame(dict(fam=["a"] * 7, x=X, acc=1 / (1 + np.exp(-0.2 * Z)), n=N))  # exactly on a logit line
     pooled = pooled_dispersion(df, "x", "acc", "n", "fam")
-    assert pooled.raw < 1e-6 and pooled.scale == 1.0
+    assert pooled.raw < 1e-6 and pooled.scale == 1.0 and pooled.df == 4
+    assert pooled.floored and pooled.test_df is None and pooled.method == "pooled (floored: binomial tests)"
     with pytest.raises(UserError, match="4 or more points"):
         pooled_dispersion(df.head(3), "x", "acc", "n", "fam")
+
+
+def _fields_of_the_tests(r):
+    return {k: v for k, v in r.as_dict().items() if k not in ("dispersion", "test")}
+
+
+def test_a_floored_pooled_scale_gives_exactly_the_binomial_tests():
+    # Binomial data (no scatter between models): the pooled Pearson chi2 / df falls below 1 here.
+    rng = np.random.default_rng(8)
+    df = _family_table(rng, (4, 5, 6, 4, 3), n=300, slope=-0.15)
+    pooled = pooled_dispersion(df, "x", "acc", "n", "fam")
+    assert pooled.raw < 1 and pooled.floored, pooled
+    plain = classify_groups(df, "x", "acc", "n", "fam")
+    floored = classify_groups(df, "x", "acc", "n", "fam", dispersion="pooled")
+    given = classify_groups(df, "x", "acc", "n", "fam", dispersion=pooled)
+    for a, b, c in zip(plain, floored, given):
+        # every p-value, slope and call identical, not merely close: the same chi-squared tests (NaN == NaN here)
+        np.testing.assert_equal(_fields_of_the_tests(b), _fields_of_the_tests(a))
+        np.testing.assert_equal(_fields_of_the_tests(c), _fields_of_the_tests(a))
+        assert b.dispersion == "pooled (floored: binomial tests)" and "floored at 1" in b.test and "chi2" in b.test
+    assert sum(r.trend != "flat" for r in plain) >= 1  # something to compare beyond flat calls
+    # A scale of exactly 1 stated by a caller with df is still an estimate: F tests, larger p-values.
+    stated = classify_groups(df, "x", "acc", "n", "fam", dispersion=Dispersion(1.0, pooled.df, "given"))
+    assert all(s.p_trend > p.p_trend for s, p in zip(stated, plain) if p.trend != "insufficient")
+
+
+def test_five_points_on_a_line_keep_their_binomial_p_value_under_a_pooled_scale():
+    # The referee's example: accuracy 0.5 .. 0.7 exactly linear over five log-spaced sizes, n = 500. The
+    # binomial p_trend is 4e-12; F(2, 2) at the floored scale 1 gave 0.037, a trend nearly lost to a variance
+    # that was not being estimated (raw Pearson chi2 / df 0.000656 on 2 df).
+    df = pd.DataFrame(dict(fam="a", x=np.logspace(8, 11, 5), acc=np.linspace(0.5, 0.7, 5), n=500))
+    pooled = pooled_dispersion(df, "x", "acc", "n", "fam")
+    assert pooled.raw == pytest.approx(0.000656, rel=1e-2) and pooled.df == 2 and pooled.floored
+    (r,) = classify_groups(df, "x", "acc", "n", "fam", dispersion="pooled")
+    binomial = classify_trend(df.x, df.acc, 500)
+    assert r.p_trend == binomial.p_trend < 1e-11 and r.trend == "positive"
+    # what the old rule computed, to show the size of the error: F(2, 2) on the binomial deviance
+    old = classify_trend(df.x, df.acc, 500, dispersion=Dispersion(1.0, 2.0, "given"))
+    assert 0.03 < old.p_trend < 0.04
 
 
 def _family_table(rng, sizes, n=1000, rho=0.0, slope=0.0):
@@ -186,10 +264,14 @@ def test_pooled_test_finds_trends_that_a_groups_own_scale_cannot():
     calls = {"group": [], "pooled": []}
     for _ in range(10):
         df = _family_table(rng, (4,) * 8, rho=0.01, slope=-0.3)  # a real inverse trend, overdispersed
-        for how in calls:
-            calls[how] += [r.trend == "inverse" for r in classify_groups(df, "x", "acc", "n", "fam", dispersion=how)]
+        pooled = classify_groups(df, "x", "acc", "n", "fam", dispersion="pooled")
+        calls["pooled"] += [r.trend == "inverse" for r in pooled]
+        # A family whose own estimate happens to fall below 1 (about a quarter of them here: chi2 on 1 df) is
+        # floored and tested as binomial; the F(2, 1) tests are the others.
+        calls["group"] += [r.trend == "inverse" for r in classify_groups(df, "x", "acc", "n", "fam", dispersion="group")
+                           if r.dispersion == "group"]
     # 80 families: the pooled test (F(2, 8)) finds ~60%; F(2, 1) finds next to none (its 5% critical value is ~200).
-    assert np.mean(calls["pooled"]) >= 0.35 and np.mean(calls["group"]) <= 0.1, calls
+    assert np.mean(calls["pooled"]) >= 0.35 and np.mean(calls["group"]) <= 0.1 and len(calls["group"]) >= 40, calls
 
 
 def test_with_binomial_data_the_pooled_scale_is_about_one_and_the_calls_match():
@@ -279,7 +361,18 @@ def test_cli_pooled_dispersion_and_adjusted_p_values(tmp_path, capsys):
     assert "p_trend_adj" not in json.loads(capsys.readouterr().out)[0]
     assert main(argv[:-1] + ["--dispersion", "pooled", "--adjust", "holm"]) == 0
     out = capsys.readouterr().out
-    assert "pooled dispersion: scale" in out and "holm over 6 tests" in out
+    assert f"scale {expected.scale:.3g}, F(2, 12)" in out and "holm over 6 tests" in out
+    # A floored pooled scale: the output says so, and the tests are the binomial ones.
+    on_line = pd.DataFrame(dict(fam="a", x=np.logspace(8, 11, 5), acc=np.linspace(0.5, 0.7, 5), n=500))
+    line_path = tmp_path / "line.csv"
+    on_line.to_csv(line_path, index=False)
+    line_argv = [str(line_path)] + argv[2:]
+    assert main(["trend", *line_argv, "--dispersion", "pooled"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["dispersion"] == "pooled (floored: binomial tests)" and row["df_scale"] is None
+    assert row["p_trend"] == classify_trend(on_line.x, on_line.acc, 500).p_trend
+    assert main(["trend", *line_argv[:-1], "--dispersion", "pooled"]) == 0
+    assert "below 1, so the scale is floored at 1" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_:  # argparse's usage errors exit; the parser makes them one line
         main(argv + ["--dispersion", "pool"])
     assert exit_.value.code == 2

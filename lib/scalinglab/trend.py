@@ -1,4 +1,4 @@
-"""Is a task's scaling positive, inverse, U-shaped, inverted-U or flat? A stated test, never by eye.
+"""Is a task's scaling positive, inverse, U-shaped, inverted-U, curved, unresolved or flat? A stated test, never by eye.
 
 Each model contributes an accuracy measured on n examples, so its sampling
 error is binomial and known. Against z = log10(x) (x = compute or parameters,
@@ -19,10 +19,16 @@ by likelihood-ratio tests (deviance differences, chi-squared with 1 df).
    call every saturating curve an inverted U.
 3. Otherwise it is ``positive`` or ``inverse`` by the sign of the linear fit's
    slope, when that slope is itself significant (p_linear < alpha, linear vs
-   constant). When it is not, the trend lives in the curvature alone (e.g. a
-   dip near chance whose turn the two-lines test cannot confirm), and the call
-   is ``curved``: naming it by the sign of a slope indistinguishable from zero
-   would report a direction the data do not show.
+   constant).
+4. Otherwise, when the curvature is significant (p_quadratic < alpha), the
+   trend lives in the curvature alone (e.g. a dip near chance whose turn the
+   two-lines test cannot confirm), and the call is ``curved``: naming it by the
+   sign of a slope indistinguishable from zero would report a direction the
+   data do not show.
+5. Otherwise the call is ``unresolved``: the joint 2-df gate finds a trend, but
+   neither its slope nor its curvature is significant on its own (each 1-df
+   test has less power than the joint one), so the data show that accuracy
+   changes with scale but not in what shape.
 
 Dispersion. The binomial variance is only the floor of the real error: models
 of one family differ by more than sampling noise (data, recipe, checkpoint
@@ -35,18 +41,34 @@ from is the ``dispersion`` argument:
 * ``"binomial"``: phi = 1, chi-squared tests (the default).
 * ``"group"``: each series estimates its own phi. A family of n models leaves
   n - 3 residual df, so a 4-model family tests F(2, 1), whose 5% critical value
-  is about 200: it almost never rejects, whatever phi is. Kept for comparison;
-  do not read its "flat" calls as evidence of no trend.
+  is about 200: it almost never rejects, whatever phi is (unless the estimate
+  falls below 1, see the floor). Kept for comparison; do not read its "flat"
+  calls as evidence of no trend.
 * ``"pooled"``: one phi for all groups of a table (``pooled_dispersion``): the
   summed Pearson chi-squared of every group's quadratic fit over the summed
-  residual df, sum(n_i - 3), floored at 1; each group is then tested with
-  F(2, sum(n_i - 3)). This assumes the groups share a scale (e.g. families on
-  one benchmark, whose n is the same), which tiny groups cannot check for
-  themselves but can jointly estimate. Lack of quadratic fit also inflates phi,
-  so the pooled test errs on the conservative side. A pooled phi belongs to
-  the table it came from: phi ~ 1 + n * (between-model variance) / (p(1 - p)),
-  so it does not carry over to a benchmark with a different n or to other models.
+  residual df, sum(n_i - 3); each group is then tested with F(2, sum(n_i - 3)).
+  This assumes the groups share a scale (e.g. families on one benchmark, whose
+  n is the same), which tiny groups cannot check for themselves but can
+  jointly estimate. Lack of quadratic fit also inflates phi, so the pooled
+  test errs on the conservative side. A pooled phi belongs to the table it
+  came from: phi ~ 1 + n * (between-model variance) / (p(1 - p)), so it does
+  not carry over to a benchmark with a different n or to other models.
 * a ``Dispersion`` object: a scale and df given from outside, stated by the caller.
+
+The floor. An estimated phi below 1 (less scatter than binomial sampling
+allows) is floored at 1, and a floored scale is the binomial variance: known,
+not estimated. Its tests are then the binomial chi-squared tests, exactly as
+with ``"binomial"``, and the result says so (``Dispersion.floored``; method
+``"pooled (floored: binomial tests)"`` or ``"group (floored: ...)"``). F tests
+at scale 1 would charge a variance that is not being estimated with the
+uncertainty of one that is: five points exactly on a line (accuracy 0.5 to
+0.7, n = 500) have p_trend = 4e-12, and F(2, 2) at scale 1 made it 0.037.
+The rule is a pretest: with a true phi above 1 and few df, an estimate below
+1 is not rare, and those groups are then tested as binomial. On a pooled
+table's tens of df that hardly happens; on a 4-model family's own single df
+it does (at phi ~ 11, about a quarter of the estimates fall below 1, and the
+``"group"`` scheme then calls about 20% of flat families non-flat), one more
+reason the ``"group"`` scheme is for comparison only.
 
 Many groups mean many tests: ``adjust_pvalues`` (Benjamini-Hochberg or Holm)
 and ``adjust_trends`` turn a table's p_trend into adjusted p-values and calls.
@@ -61,7 +83,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 
-TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "curved", "flat")
+TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "curved", "unresolved", "flat")
 BLANK_GROUP = "(blank)"  # the group of rows whose group column is empty
 DISPERSIONS = ("binomial", "group", "pooled")
 ADJUSTMENTS = ("fdr_bh", "holm")
@@ -74,7 +96,11 @@ class TrendOptions:
 
 @dataclass(frozen=True)
 class Dispersion:
-    """A quasi-binomial scale and the residual df it was estimated on (None: known, as for the binomial)."""
+    """A quasi-binomial scale and the residual df it was estimated on (None: known, as for the binomial).
+
+    ``floored``: the estimate (``raw``) fell below 1 and the scale sits at its floor, 1: the binomial
+    variance, known, so the tests are the binomial chi-squared tests (``test_df`` is None), not F tests.
+    """
 
     scale: float
     df: float | None
@@ -83,6 +109,12 @@ class Dispersion:
     pearson_chi2: float = float("nan")
     n_groups: int = 0                    # groups that contributed residual df
     contributions: tuple = ()            # (group, Pearson chi2, residual df) per contributing group
+    floored: bool = False
+
+    @property
+    def test_df(self) -> float | None:
+        """The F tests' denominator df; None (chi-squared tests) for a known scale, floored ones included."""
+        return None if self.floored else self.df
 
     def largest(self) -> tuple:
         """The contributing group with the largest Pearson chi2, and its share of the total: a pooled scale
@@ -92,6 +124,13 @@ class Dispersion:
 
 
 BINOMIAL = Dispersion(scale=1.0, df=None, method="binomial", raw=1.0)
+
+
+def _estimated(raw: float, df: float, method: str, **kw) -> Dispersion:
+    """A scale estimated as ``raw`` on ``df`` residual df, floored at 1; a floored one tests as the binomial."""
+    floored = bool(raw < 1)
+    return Dispersion(scale=1.0 if floored else raw, df=df, method=f"{method} (floored: binomial tests)" if floored
+                      else method, raw=raw, floored=floored, **kw)
 
 
 @dataclass(frozen=True)
@@ -112,8 +151,9 @@ class TrendResult:
     slope_above: float       # ... and right of it; a U needs both significant, of opposite signs
     p_above: float
     scale: float             # dispersion used in the tests (1 = binomial)
-    df_scale: float          # residual df behind that scale (the F tests' denominator df); NaN for binomial
-    dispersion: str          # where the scale came from: binomial, group, pooled or given
+    df_scale: float          # residual df behind that scale (the F tests' denominator df); NaN for chi2 tests
+    dispersion: str          # where the scale came from: binomial, group, pooled or given; "... (floored:
+                             # binomial tests)" when an estimate below 1 was floored and chi2 tests used
     scale_group: float       # this group's own Pearson chi2 / residual df, unfloored; NaN with no residual df
     x_min: float
     x_max: float
@@ -199,15 +239,17 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
     f2 = _fit(y, n, np.column_stack([ones, z, z**2]))
     own = float(f2.pearson_chi2 / f2.df_resid) if f2.df_resid > 0 else nan
     if dispersion == "group":
-        disp = Dispersion(scale=max(1.0, own), df=float(f2.df_resid), method="group", raw=own,
-                          pearson_chi2=float(f2.pearson_chi2), n_groups=1)
+        disp = _estimated(own, float(f2.df_resid), "group", pearson_chi2=float(f2.pearson_chi2), n_groups=1)
     elif dispersion == "binomial":
         disp = BINOMIAL
     else:
         disp = dispersion
-    scale, df_resid = disp.scale, disp.df
+    scale, df_resid = disp.scale, disp.test_df
     if df_resid is None:
         test = "binomial GLM (logit), likelihood-ratio chi2 tests: quadratic vs constant (gate), quadratic vs linear"
+        if disp.floored:
+            test += (f" ({disp.method.split(' (')[0]} scale floored at 1: Pearson chi2 / df {disp.raw:.3g} "
+                     f"on {disp.df:g} df, below binomial)")
     else:
         test = (f"quasi-binomial GLM (logit), {disp.method} scale {scale:.3g} on {df_resid:g} df, F tests: "
                 "quadratic vs constant (gate), quadratic vs linear")
@@ -227,8 +269,10 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
         trend = "u-shaped" if c2 > 0 else "inverted-u"
     elif p_lin < opts.alpha:
         trend = "positive" if b1 > 0 else "inverse"
-    else:
+    elif p_quad < opts.alpha:
         trend = "curved"
+    else:  # the joint gate passes, neither component does: a trend of undetermined shape
+        trend = "unresolved"
     return TrendResult(trend=trend, p_trend=p_trend, deviance_trend=max(float(f0.deviance - f2.deviance), 0.0),
                        slope=b1, p_linear=p_lin, curvature=c2, p_quadratic=p_quad,
                        vertex_x=_from_log10(vertex + centre), vertex_inside=inside, slope_below=s_low,
@@ -280,7 +324,9 @@ def _groups(df, x_col, y_col, n_col, group_col, source):
 def pooled_dispersion(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
                       source: str = "table") -> Dispersion:
     """One quasi-binomial scale for all groups of a table: sum of the groups' Pearson chi2 (quadratic
-    binomial fits) over sum of their residual df, n_i - 3, floored at 1.
+    binomial fits) over sum of their residual df, n_i - 3, floored at 1. A floored scale is the binomial
+    variance, known: ``floored`` is set, the method reads "pooled (floored: binomial tests)" and the
+    groups are then tested with chi-squared tests, exactly as with ``BINOMIAL``.
 
     Groups with fewer than 3 distinct x are left out; a group of 3 fits exactly and adds nothing.
     A UserError if no group leaves a residual df (nothing to estimate a scale from).
@@ -296,9 +342,8 @@ def pooled_dispersion(df, x_col: str, y_col: str, n_col: str, group_col: str | N
     if not parts:
         raise UserError(f"{source}: a pooled dispersion needs at least one group with 4 or more points")
     chi2, dfree = sum(p[1] for p in parts), sum(p[2] for p in parts)
-    raw = chi2 / dfree
-    return Dispersion(scale=max(1.0, raw), df=dfree, method="pooled", raw=raw, pearson_chi2=chi2,
-                      n_groups=len(parts), contributions=tuple(parts))
+    return _estimated(chi2 / dfree, dfree, "pooled", pearson_chi2=chi2, n_groups=len(parts),
+                      contributions=tuple(parts))
 
 
 def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
@@ -307,7 +352,8 @@ def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | Non
     """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``).
 
     ``dispersion`` is "binomial", "group", "pooled" (``pooled_dispersion`` over this table's groups,
-    each group then tested with F(2, pooled df)) or a ``Dispersion``; see the module docstring for
+    each group then tested with F(2, pooled df), or with chi-squared tests if the scale was floored)
+    or a ``Dispersion``; see the module docstring for
     why small groups should not estimate their own scale. Rows whose group is empty or blank form
     one more group, ``BLANK_GROUP``.
     """

@@ -1,4 +1,5 @@
-"""`scalinglab trend`: classify scaling trends (positive, inverse, U-shaped, inverted-U, curved, flat) in a CSV."""
+"""`scalinglab trend`: classify scaling trends in a CSV (positive, inverse, U-shaped, inverted-U, curved, unresolved,
+flat)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def register(sub) -> None:
                     "the quadratic beats the constant (LR test, 2 df); then U-shaped / inverted-U if the "
                     "quadratic term is significant with its vertex inside the observed x range and the curve "
                     "turns (two-lines test), else positive or inverse by the slope's sign when the linear slope is "
-                    "significant, and curved when only the curvature is. With several groups, "
+                    "significant, curved when only the curvature is, and unresolved when neither is (a trend "
+                    "of undetermined shape: the joint test passes, neither 1-df test does). With several groups, "
                     "p_trend is also adjusted for multiple testing (trend_adj: the call after adjustment).",
     )
     p.add_argument("csv", help="a CSV with one row per model")
@@ -28,8 +30,9 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--dispersion", choices=DISPERSIONS, default="binomial",
                    help="binomial: sampling noise only (default); pooled: one quasi-binomial scale from all "
-                        "groups' quadratic fits (Pearson chi2 / sum of n_i - 3, at least 1), F tests on that df; "
-                        "group: each group's own scale (no power with 4 or 5 points)")
+                        "groups' quadratic fits (Pearson chi2 / sum of n_i - 3), F tests on that df; "
+                        "group: each group's own scale (no power with 4 or 5 points). A scale estimated below 1 "
+                        "is floored at 1, the binomial variance, and then tested as binomial (chi2 tests)")
     p.add_argument("--adjust", choices=ADJUSTMENTS, default="fdr_bh",
                    help="multiple-testing adjustment of p_trend across groups: Benjamini-Hochberg (default), "
                         "Holm, or none")
@@ -83,8 +86,16 @@ def _trend(args) -> int:
               + (f"{r['p_trend_adj']:>9.3g} {r['trend_adj']:<12} " if adj else "")
               + f"{r['p_linear']:>9.3g} {r['p_quadratic']:>9.3g}")
     if args.dispersion == "pooled":
-        print(f"pooled dispersion: scale {dispersion.scale:.3g} (Pearson chi2 / df = {dispersion.raw:.3g}, floored "
-              f"at 1) on {dispersion.df:g} residual df from {dispersion.n_groups} groups' quadratic fits")
+        d = dispersion
+        print(f"pooled dispersion: Pearson chi2 / df = {d.raw:.3g} on {d.df:g} residual df from {d.n_groups} groups' "
+              "quadratic fits; " + ("below 1, so the scale is floored at 1 (the binomial variance, known) and the "
+                                    "tests are the binomial chi2 tests" if d.floored
+                                    else f"scale {d.scale:.3g}, F(2, {d.df:g}) and F(1, {d.df:g}) tests"))
+    elif args.dispersion == "group":
+        floored = [r["group"] for r in rows if str(r["dispersion"]).endswith("(floored: binomial tests)")]
+        if floored:
+            print(f"group dispersion: {len(floored)} group(s) with an own scale below 1, floored at 1 and tested as "
+                  f"binomial (chi2 tests): {', '.join(map(str, floored))}")
     if adj:
         print(f"p_adj: {args.adjust} over {int(table.p_trend.notna().sum())} tests; trend_adj is flat where "
               f"p_adj >= {args.alpha}")
