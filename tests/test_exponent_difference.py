@@ -68,3 +68,33 @@ def test_committed_sweeps_differences_are_of_the_reported_exponents():
         # necessarily than the other: Welch's df can exceed that fit's own, so its t quantile is smaller.)
         width = min(r[field]["ci"][1] - r[field]["ci"][0] for r in reports.values())
         assert hi - lo > width
+
+
+def test_budget_sharing_counts_runs_read_at_several_budgets(tmp_path):
+    # A Kaplan-style table (one run per size, read at every budget it passes) and a Hoffmann-style one.
+    kaplan = pd.DataFrame({"run_id": ["s1", "s2", "s1", "s2", "s3"], "flops": [1e10, 1e10, 1e11, 1e11, 1e11],
+                           "n": 1.0, "loss": 1.0})
+    hoffmann = kaplan.assign(run_id=[f"r{i}" for i in range(5)])
+    for name, table in (("kaplan", kaplan), ("hoffmann", hoffmann)):
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+    assert sweep.budget_sharing(tmp_path / "kaplan.csv") == dict(runs=3, budgets=2, shared_runs=2,
+                                                                 independent_budgets=False)
+    assert sweep.budget_sharing(tmp_path / "hoffmann.csv")["independent_budgets"]
+
+
+def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
+    folder = project_root() / "data" / "sweeps"
+    if not (folder / "kaplan.db").is_file():
+        pytest.skip("no committed sweeps")
+    # Every run of the Kaplan sweep gives a point at several budgets; no Hoffmann run does.
+    share = {p: sweep.budget_sharing(folder / f"{p}.db") for p in sweep.PRESETS}
+    assert share["kaplan"]["shared_runs"] == share["kaplan"]["runs"] > 0
+    assert share["hoffmann"]["shared_runs"] == 0 and share["hoffmann"]["independent_budgets"]
+    diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
+    # The WLS-based intervals assume independent optima, which the Kaplan sweep breaks; Approach 1
+    # resamples whole runs, which carries the sharing.
+    for key in ("spline", "parabola"):
+        assert diffs[key]["assumes_independent_budgets"] and not diffs[key]["assumption_holds"]
+        assert diffs[key]["shared_runs"] == {"kaplan": share["kaplan"]["shared_runs"], "hoffmann": 0}
+    assert diffs["envelope"]["assumption_holds"]
+    assert sweep.report(folder / "kaplan.db")["budget_sharing"] == share["kaplan"]

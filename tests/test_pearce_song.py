@@ -211,3 +211,63 @@ def test_kaplan_params_of_every_gadre_model_are_flops_non_embedding_count(mirror
     # The smallest model is 92% vocabulary in Kaplan's count, the largest 6%.
     share = 1 - models["params_kaplan"] / models["params"]
     assert share.max() > 0.9 and share.min() < 0.07
+
+
+# --- E in Kaplan's count: held at the total-N fit's value, profiled, and at its floor ----------------
+
+def test_holding_kaplans_e_at_the_total_fits_value_pairs_with_the_free_fit():
+    rows = _gadre_like_rows()
+    noisy = rows.assign(loss=rows["loss"] * np.exp(0.002 * np.random.default_rng(1).standard_normal(len(rows))))
+    free = pearce_song.law_shift(noisy, "params", "params_no_embed", n_boot=60, seed=0)
+    held = pearce_song.law_shift(noisy, "params", "params_no_embed", n_boot=60, seed=0, kaplan_e="total")
+    total, kaplan = held.fits
+    # E is held exactly at the total-N fit's point estimate, in the fit and in every resample.
+    assert held.kaplan_e == total.E == kaplan.E and free.kaplan_e is None
+    assert np.all(kaplan.bootstrap.column("E") == total.E)
+    assert held.floor_share[1] == 0.0
+    # The total-N fit is the same fit either way, and the resamples are the same rows: free and held compare.
+    assert held.total == free.total and held.resampling == free.resampling
+    d = pearce_song.shift_difference(free, held)
+    assert d.difference == pytest.approx(free.shift - held.shift) and d.n_paired >= 50
+    # Counted the same way twice, holding E at the total fit's own value changes nothing (solver tolerance).
+    same = pearce_song.law_shift(noisy, "params", "params", n_boot=0, kaplan_e="total")
+    assert same.shift == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(UserError, match="kaplan_e must be"):
+        pearce_song.law_shift(noisy, "params", "params_no_embed", kaplan_e="kaplan")
+
+
+def test_e_profile_is_lowest_at_the_laws_own_e_and_moves_a_with_e():
+    rows = _gadre_like_rows()   # exact losses of Epoch's law in total N
+    prof = pearce_song.e_profile(rows, "params", values=(0.0, 1.0, laws.EPOCH.E, 1.95))
+    held, free = prof[prof.held].set_index("E"), prof[~prof.held].iloc[0]
+    assert list(held.index) == [0.0, 1.0, laws.EPOCH.E, 1.95]   # 1.95: just under the lowest loss
+    # The free fit finds the law (E to 1e-3); held at that E it is the same fit, and every other E fits worse.
+    assert free.E == pytest.approx(laws.EPOCH.E, abs=1e-3)
+    assert held.loc[laws.EPOCH.E, "a"] == pytest.approx(laws.EPOCH.a, abs=1e-3)
+    others = held.drop(index=laws.EPOCH.E)
+    assert (others.objective > 10 * held.loc[laws.EPOCH.E, "objective"] + 1e-9).all()
+    # Lower E leaves more of the loss to the N term, which flattens (α falls) and a rises: on Gadre et al.'s
+    # runs in Kaplan's N as here.
+    assert np.all(np.diff(held["a"].to_numpy()) < 0)
+    assert prof["d_objective"].min() == 0
+
+
+def test_e_at_its_floor_is_counted_in_the_bootstrap():
+    from dataclasses import replace
+
+    from scalinglab.fit import ScalingLaw
+
+    rows = _gadre_like_rows()
+    noise = np.exp(0.003 * np.random.default_rng(2).standard_normal(len(rows)))
+    # A pure power law (E = 0): the free fit's E goes to its floor in many resamples; with Epoch's E in almost none.
+    no_floor = pearce_song.on_law(ScalingLaw(0.0, 406.4, 410.7, 0.34, 0.28), rows, n_col="params")
+    at_zero = pearce_song.law_shift(no_floor.assign(loss=no_floor["loss"] * noise), "params", "params_no_embed",
+                                    n_boot=100, seed=0)
+    with_e = pearce_song.law_shift(rows.assign(loss=rows["loss"] * noise), "params", "params_no_embed",
+                                   n_boot=100, seed=0)
+    # True E = 0 with 0.3% noise: the total-N fit reaches the floor in 9-27% of resamples across noise seeds,
+    # the Kaplan-count fit (whose point estimate is at the floor) in all of them.
+    assert at_zero.floor_share[0] > 0.05 and at_zero.floor_share[1] > 0.5
+    assert max(with_e.floor_share) < 0.05
+    assert np.isnan(pearce_song.e_at_floor(replace(at_zero.fits[0], bootstrap=None)))
+    assert 0.0 <= at_zero.shift_percentile <= 1.0

@@ -111,6 +111,74 @@ def test_a_fixed_knot_and_too_few_shapes():
         warmup.fit_penalty(_synthetic_penalties(0.09, 5.0, 0.0), warmup=3000)
 
 
+def _quadratic_penalties(knot, slope, seed=0, noise=0.0):
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.03, 0.15, 24)
+    y = slope * np.maximum(0.0, x - knot) ** 2 + rng.normal(0, noise, x.size)
+    return pd.DataFrame({"warmup_fraction": x, "penalty": y, "warmup": 2000, "diverged": False, "n_warmups": 4,
+                         "d_model": np.arange(x.size), "n_layers": 1})
+
+
+def test_quadratic_onset_is_recovered_and_the_hinge_puts_its_knot_later():
+    pen = _quadratic_penalties(0.07, 40.0)
+    quad = warmup.fit_penalty(pen, form="quadratic", n_boot=0)
+    # Noise-free: the knot to the grid's spacing, the curvature exactly, and a perfect fit.
+    assert quad.form == "quadratic" and quad.knot == pytest.approx(0.07, abs=1e-3)
+    assert quad.slope == pytest.approx(40.0, rel=0.02) and quad.rmse < 1e-3
+    assert float(quad.predict(0.11)) == pytest.approx(40.0 * 0.04**2, rel=0.02)
+    # A hinge on the same data puts its corner well after the true onset, and the runs it calls free
+    # (below its knot) carry a penalty: the knot is a property of the form as much as of the data.
+    hinge = warmup.fit_penalty(pen, form="hinge", n_boot=0)
+    assert hinge.knot > 0.08 and hinge.rmse > quad.rmse
+    below = warmup.around_knot(pen, hinge, groups=("d_model", "n_layers"))
+    assert below["mean"] > 0 and below["x_below"] < hinge.knot <= below["x_above"]
+    # The bootstrap of either form: same seed, same resamples; the curvature's interval holds the truth.
+    noisy = warmup.fit_penalty(_quadratic_penalties(0.07, 40.0, seed=1, noise=0.005), form="quadratic",
+                               n_boot=300, seed=0)
+    assert noisy.knot_ci[0] <= 0.07 <= noisy.knot_ci[1] and noisy.slope_ci[0] <= 40.0 <= noisy.slope_ci[1]
+    with pytest.raises(UserError, match="penalty form must be one of hinge, quadratic"):
+        warmup.fit_penalty(pen, form="cubic")
+    with pytest.raises(UserError, match="penalty weight must be one of rows, shapes"):
+        warmup.fit_penalty(pen, weight="models")
+
+
+def test_weighting_shapes_equally_is_fitting_their_means():
+    # Shapes with 1 to 4 head-count variants and one shape far above the rest, repeated four times.
+    pen = _synthetic_penalties(0.09, 5.0, 0.01, seed=2, n_groups=24, per_group=1)
+    extra = pen.iloc[[20, 20, 20]].assign(penalty=lambda t: t.penalty + [0.05, 0.06, 0.07])
+    pen = pd.concat([pen, extra], ignore_index=True)
+    by_shape = warmup.fit_penalty(pen, weight="shapes", n_boot=0)
+    means = pen.groupby(["d_model", "n_layers"], as_index=False).agg(
+        warmup_fraction=("warmup_fraction", "first"), penalty=("penalty", "mean")).assign(
+        warmup=2000, diverged=False, n_warmups=4)
+    on_means = warmup.fit_penalty(means, n_boot=0)
+    # With x constant within a shape, Σ_g (1/n_g) Σ_i (y_gi − f)² = Σ_g (ȳ_g − f)² + const: the same fit.
+    assert (by_shape.knot, by_shape.slope) == pytest.approx((on_means.knot, on_means.slope), rel=1e-9)
+    by_row = warmup.fit_penalty(pen, weight="rows", n_boot=0)
+    assert by_row.slope != pytest.approx(by_shape.slope, rel=1e-3)
+
+
+def test_shape_fractions_are_the_design_points_and_their_gaps():
+    pen = _synthetic_penalties(0.09, 5.0, 0.0, n_groups=5, per_group=3)
+    table = warmup.shape_fractions(pen)
+    assert len(table) == 5 and (table.runs == 3).all()
+    assert table.gap_to_next.iloc[:-1].to_numpy() == pytest.approx(np.full(4, 0.03))
+    assert np.isnan(table.gap_to_next.iloc[-1])
+    # Grouping that mixes x values is refused rather than averaged.
+    with pytest.raises(UserError, match="differ in warmup_fraction"):
+        warmup.shape_fractions(pen.assign(d_model=0))
+
+
+def test_a_warmup_fraction_is_a_model_size_at_20_tokens_per_parameter():
+    g = _toy_grid()
+    row = g[(g.batch == 64) & (g.warmup == 2000)].iloc[0]
+    # tokens = 20·params in the toy key too (1,578,280,960 = 20 × 78,914,048), so the inverse is exact.
+    assert row.tokens == 20 * 78_914_048
+    assert warmup.fraction_to_params(row.warmup_fraction, warmup=2000, batch=64) == pytest.approx(78_914_048)
+    # Smaller fractions are larger models.
+    assert warmup.fraction_to_params(0.05) > warmup.fraction_to_params(0.10)
+
+
 def test_grid_loader_reads_json_and_refuses_other_shapes(tmp_path):
     path = tmp_path / "grid.json"
     path.write_text(json.dumps({KEY: 2.7}))
@@ -162,6 +230,20 @@ def test_on_the_grid_a_long_warmup_hurts_short_runs_more(grid):
     # Divergence is the other side of the same trade-off: short warmups on the longest runs.
     div = pen[pen.diverged]
     assert len(div) >= 1 and (div.warmup <= 200).all() and (div.steps >= pen.steps.quantile(0.9)).all()
+
+
+def test_on_the_grid_the_hinge_knot_sits_in_a_gap_between_shapes(grid):
+    pen = warmup.penalties(grid)
+    fit = warmup.fit_penalty(pen, n_boot=300, seed=0)
+    near = warmup.around_knot(pen, fit)
+    # The bootstrap interval of the knot does not leave the gap between the two shapes around it:
+    # it measures where the design has no runs, not where the onset is.
+    assert near["x_below"] <= fit.knot_ci[0] and fit.knot_ci[1] <= near["x_above"] + 1e-3
+    # Below the knot the hinge says 0, but the runs there pay something on average.
+    assert near["mean"] > 0 and warmup.around_knot(pen, fit, from_x=0.075)["mean"] > 0.005
+    quad = warmup.fit_penalty(pen, n_boot=0, form="quadratic")
+    # The smooth onset fits almost as well and starts well before the hinge's corner.
+    assert quad.knot < fit.knot - 0.01 and quad.rmse < 1.3 * fit.rmse
 
 
 def test_the_grid_cannot_separate_run_length_from_size(grid):

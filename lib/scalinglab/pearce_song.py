@@ -22,6 +22,15 @@ with the same resamples, the simulated shift is a statistic of the same runs
 too: :func:`shift_difference` gives measured − simulated (or any two shifts'
 difference) an interval paired resample by resample. :func:`with_kaplan_params`
 adds Kaplan's non-embedding N to Gadre et al.'s final-loss table.
+
+In Kaplan's N the Chinchilla form is misspecified (A/N^α with the vocabulary
+taken out of N), and on some runs its irreducible loss E runs to its floor at 0
+while the total-N fit puts it near 1.7. The objective is nearly flat along E, and
+a moves with it. :func:`e_profile` fits the law at a series of fixed E, and
+``law_shift(..., kaplan_e="total")`` holds the Kaplan-count fit's E at the total-N
+fit's (the asymptote of the two countings is the same loss, since N_ne/N → 1), on
+the same resamples, so the free-E and the held-E shift can be compared.
+``CountingShift.floor_share`` says how often each fit's bootstrap put E at 0.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import DataError, UserError
-from scalinglab.fit import ScalingLaw
+from scalinglab.fit import NATURAL_FLOOR, ScalingLaw
 
 GAMMA = 47491.0
 # Kaplan's sweep: "768 to 1.5 billion non-embedding parameters", and budgets
@@ -112,6 +121,15 @@ class CountingShift:
     shift_draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
     draws: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
     resampling: tuple = ()
+    # Approach 3 only: the E the Kaplan-count fit was held at (None: fitted freely), and the share of
+    # each fit's counted bootstrap replicates (total, Kaplan) with E on its natural floor, E = 0.
+    kaplan_e: float | None = None
+    floor_share: tuple[float, float] = (np.nan, np.nan)
+
+    @property
+    def shift_percentile(self) -> float:
+        """Share of the paired resamples whose shift is below the point shift (0.5 for a centred bootstrap)."""
+        return float(np.mean(self.shift_draws < self.shift)) if len(self.shift_draws) else np.nan
 
     def row(self) -> dict:
         return {"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
@@ -163,18 +181,51 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
                          resampling=("runs", options.seed, options.n_boot, ft.n_runs))
 
 
+def e_at_floor(result) -> float:
+    """Share of a fit's counted bootstrap replicates with E on its natural floor (``fit.NATURAL_FLOOR``,
+    E = e^−20 ≈ 0); NaN without replicates, 0 when E was held fixed. The tolerance is the fit's own
+    bound flags'."""
+    bs = result.bootstrap
+    if bs is None or not len(bs.samples):
+        return np.nan
+    lo, hi = result.options.lower[0], result.options.upper[0]
+    if "E" in result.fixed or lo > NATURAL_FLOOR[0]:
+        return 0.0   # held, or a raised floor, which is not E = 0
+    return float(np.mean(np.abs(np.log(bs.column("E")) - lo) < 1e-6 * (hi - lo)))
+
+
+def _fixed_e(value: float) -> float:
+    """E = 0 cannot be held exactly (log E is the solver's coordinate): hold it at the natural floor, e^−20."""
+    return max(float(value), float(np.exp(NATURAL_FLOOR[0])))
+
+
 def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "tokens", loss_col: str = "loss", *,
-              n_boot: int = 0, seed: int = 0, level: float = 0.95) -> CountingShift:
+              n_boot: int = 0, seed: int = 0, level: float = 0.95,
+              kaplan_e: float | str | None = None) -> CountingShift:
     """Approach 3 (:func:`scalinglab.fit.fit`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
 
     a = β/(α+β) of each fitted law. The row bootstrap draws resample i from the seed and the
     number of rows alone, so resample i is the same rows in both fits and the shift is paired.
     ``status`` is "ok" when both fits converged, else the first other status.
+
+    ``kaplan_e`` holds the Kaplan-count fit's E: ``"total"`` at the total-N fit's point estimate
+    (in every resample too, so the interval is conditional on that E), a number at that value
+    (0 means the natural floor, e^−20), None (default) fits it freely. The resamples are the same
+    either way, so :func:`shift_difference` compares a held-E shift with a free one, or with a
+    simulated one held the same way.
     """
     from scalinglab import fit
 
-    fits = [fit.fit(table, n_col=c, d_col=d_col, loss_col=loss_col, n_boot=n_boot, seed=seed, level=level)
-            for c in (n_total, n_kaplan)]
+    common_args = dict(d_col=d_col, loss_col=loss_col, n_boot=n_boot, seed=seed, level=level)
+    total = fit.fit(table, n_col=n_total, **common_args)
+    if kaplan_e is None:
+        held, options = None, None
+    else:
+        if isinstance(kaplan_e, str) and kaplan_e != "total":
+            raise UserError(f"kaplan_e must be 'total', a number or None, not {kaplan_e!r}")
+        held = _fixed_e(total.E if kaplan_e == "total" else kaplan_e)
+        options = fit.FitOptions(fixed={"E": held})
+    fits = [total, fit.fit(table, n_col=n_kaplan, options=options, **common_args)]
     nan2 = (np.nan, np.nan)
     cis, draws, samples = [], [], []
     for f in fits:
@@ -189,7 +240,30 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
     return CountingShift(total=fits[0].a, total_ci=cis[0], kaplan=fits[1].a, kaplan_ci=cis[1],
                          shift=fits[1].a - fits[0].a, shift_ci=ci, status=status, n_paired=len(common),
                          level=level, embedding_share=ends, fits=tuple(fits), shift_draws=d, draws=common,
-                         resampling=("rows", seed, n_boot, len(table)))
+                         resampling=("rows", seed, n_boot, len(table)), kaplan_e=held,
+                         floor_share=tuple(e_at_floor(f) for f in fits))
+
+
+def e_profile(table: pd.DataFrame, n_col: str, values=(0.0, 0.5, 1.0, 1.5), d_col: str = "tokens",
+              loss_col: str = "loss") -> pd.DataFrame:
+    """The law fitted with E held at each of ``values`` (0: the natural floor), then with E free.
+
+    One row per fit: E (as held, or as fitted), held (bool), a, alpha, beta, objective (the summed
+    Huber objective, comparable across rows: same runs, same δ), d_objective (above the lowest of
+    the rows) and status. Where the objective barely moves while a does, the runs do not pin a
+    without pinning E.
+    """
+    from scalinglab import fit
+
+    rows = []
+    for v in (*values, None):
+        options = None if v is None else fit.FitOptions(fixed={"E": _fixed_e(v)})
+        f = fit.fit(table, n_col=n_col, d_col=d_col, loss_col=loss_col, options=options)
+        rows.append(dict(E=float(v) if v is not None else f.E, held=v is not None, a=f.a, alpha=f.alpha,
+                         beta=f.beta, objective=f.objective, status=f.status))
+    out = pd.DataFrame(rows)
+    out["d_objective"] = out["objective"] - out["objective"].min()
+    return out
 
 
 def on_law(law: ScalingLaw, table: pd.DataFrame, n_col: str = "n", d_col: str = "tokens",

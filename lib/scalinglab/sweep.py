@@ -612,7 +612,7 @@ def report(db_path: Path | str) -> dict:
     finally:
         con.close()
     return dict(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
-                **_throughput(runs), exponent=exponent(db_path),
+                **_throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
                 # only describes the curve near it): how much the estimator alone moves a
                 exponent_parabola=exponent(db_path, method="parabola", window=5),
@@ -646,6 +646,21 @@ def _envelope_fit(db_path: Path | str, n_boot: int):
     return fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
 
 
+def budget_sharing(db_path: Path | str) -> dict:
+    """How many of a sweep's finished runs give an isoFLOP point at more than one budget.
+
+    {runs, budgets, shared_runs}: a Kaplan-style sweep reads one run per size at every budget it
+    passes, so every budget's optimum comes from the same runs and the optima (and a WLS fit's
+    residuals across budgets) are correlated; a Hoffmann-style sweep trains one run per (budget,
+    size) and shares none. ``independent_budgets`` is ``shared_runs == 0``.
+    """
+    points = isoflop_points(db_path)
+    per_run = points.groupby("run_id")["flops"].nunique()
+    shared = int((per_run > 1).sum())
+    return dict(runs=int(len(per_run)), budgets=int(points["flops"].nunique()), shared_runs=shared,
+                independent_budgets=shared == 0)
+
+
 def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95) -> dict:
     """a(db_a) − a(db_b) by each estimator of :func:`report`, for two independently trained sweeps.
 
@@ -655,6 +670,13 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     ``isoflop.exponent_difference``); Approach 1's are bootstrap percentiles, often skewed, so its
     resamples are differenced pair by pair (``isoflop.bootstrap_difference``). Same settings as
     :func:`report`, so the differences are of the exponents it prints.
+
+    The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
+    that reads one run at several budgets (:func:`budget_sharing`; the kaplan preset) breaks that: its
+    optima share runs and its residuals are correlated, so its SE, and the interval built from it, rests
+    on an assumption that fails. The spline and parabola entries carry ``shared_runs`` ({sweep: runs read
+    at several budgets}) and ``assumes_independent_budgets`` (True), and ``assumption_holds``. Approach 1
+    resamples whole runs, which carries the sharing, so its entry has ``assumption_holds`` True.
     """
     from scalinglab.isoflop import bootstrap_difference, exponent_difference
 
@@ -663,15 +685,19 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
         return "; ".join(f"{name}: {w}" for name, w in why if w != "ok")
 
     out = {}
+    shared = {Path(db).stem: budget_sharing(db)["shared_runs"] for db in (db_a, db_b)}
     # report's settings: exponent() bootstraps each budget's optimum 200 times, envelope_exponent() the runs 1,000 times.
     for key, method, window in (("spline", "spline", None), ("parabola", "parabola", 5)):
         fits = [_isoflop_fit(db, method, 200, window) for db in (db_a, db_b)]
         why = unavailable(fits)
         out[key] = dict(difference=None, reason=why) if why else exponent_difference(*fits, level=level).to_dict()
+        out[key].update(shared_runs=shared, assumes_independent_budgets=True,
+                        assumption_holds=not any(shared.values()))
     fits = [_envelope_fit(db, 1000) for db in (db_a, db_b)]
     why = unavailable(fits)
     out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
         fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
+    out["envelope"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
     return out
 
 

@@ -23,7 +23,11 @@ a warmup grows with the share of training it takes.
 - :func:`penalties` measures each run against the best warmup of its config
   and flags divergences;
 - :func:`fit_penalty` fits penalty = slope · max(0, fraction − knot) for one
-  warmup, with a bootstrap over model shapes;
+  warmup (``form="hinge"``), or slope · max(0, fraction − knot)² (``form="quadratic"``,
+  an onset without a corner), with a bootstrap over model shapes; :func:`around_knot`
+  gives the penalties actually measured below a fit's knot and the shapes on either
+  side of it, and :func:`fraction_to_params` turns a warmup fraction into the model
+  size it is at 20 tokens per parameter;
 - :func:`run_length_vs_size` shows how far the grid can tell run length from
   model size (not far: at batch 64 they are the same axis);
 - :func:`optimum_shift` puts Porian et al.'s own long- and short-warmup optima
@@ -163,13 +167,20 @@ def by_warmup(pen: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+FORMS = {"hinge": 1, "quadratic": 2}   # the power of max(0, x − knot) in each onset form
+WEIGHTS = ("rows", "shapes")
+
+
 @dataclass(frozen=True)
 class PenaltyFit:
-    """penalty = slope · max(0, x − knot) for one warmup: free below ``knot``, then linear in x.
+    """penalty = slope · max(0, x − knot)^p for one warmup: p = 1 (``form="hinge"``, zero below ``knot``,
+    then linear in x) or p = 2 (``form="quadratic"``, zero below ``knot``, then rising smoothly).
 
-    x is a share of training (``warmup_fraction`` by default), so ``slope``/100 is nats per percentage
-    point. ``knot_ci``, ``slope_ci`` and :meth:`interval` come from a bootstrap over model shapes
-    (``groups``); ``status`` is ``ok`` or ``too_few`` (fewer than 3 groups or 3 distinct x: no hinge to fit).
+    x is a share of training (``warmup_fraction`` by default), so for the hinge ``slope``/100 is nats per
+    percentage point. ``knot_ci``, ``slope_ci`` and :meth:`interval` come from a bootstrap over model shapes
+    (``groups``); ``status`` is ``ok`` or ``too_few`` (fewer than 3 groups or 3 distinct x: no onset to fit).
+    ``weight`` is ``rows`` (every run counts once) or ``shapes`` (each run 1/(runs of its shape), so every
+    shape counts once whatever its number of head-count variants); ``rmse`` is weighted the same way.
     """
 
     warmup: int
@@ -185,10 +196,16 @@ class PenaltyFit:
     level: float = 0.95
     n_boot: int = 0
     status: str = "ok"
+    form: str = "hinge"
+    weight: str = "rows"
     boot: np.ndarray = field(default_factory=lambda: np.empty((0, 2)), repr=False, compare=False)
 
+    @property
+    def power(self) -> int:
+        return FORMS[self.form]
+
     def predict(self, x):
-        return self.slope * np.maximum(0.0, np.asarray(x, float) - self.knot)
+        return self.slope * np.maximum(0.0, np.asarray(x, float) - self.knot) ** self.power
 
     def interval(self, x, level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Bootstrap interval of the predicted penalty at x (NaN without a bootstrap)."""
@@ -196,20 +213,21 @@ class PenaltyFit:
         if len(self.boot) == 0:
             return np.full(x.shape, np.nan), np.full(x.shape, np.nan)
         level = self.level if level is None else level
-        pred = self.boot[:, 1:2] * np.maximum(0.0, x[None, :] - self.boot[:, 0:1])
+        pred = self.boot[:, 1:2] * np.maximum(0.0, x[None, :] - self.boot[:, 0:1]) ** self.power
         lo, hi = np.quantile(pred, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return lo, hi
 
     def to_dict(self) -> dict:
-        return {"warmup": self.warmup, "x": self.x, "knot": self.knot, "knot_ci": list(self.knot_ci),
-                "slope": self.slope, "slope_ci": list(self.slope_ci), "rmse": self.rmse, "n_rows": self.n_rows,
-                "n_groups": self.n_groups, "x_range": list(self.x_range), "level": self.level,
-                "n_boot": self.n_boot, "status": self.status}
+        return {"warmup": self.warmup, "x": self.x, "form": self.form, "weight": self.weight, "knot": self.knot,
+                "knot_ci": list(self.knot_ci), "slope": self.slope, "slope_ci": list(self.slope_ci),
+                "rmse": self.rmse, "n_rows": self.n_rows, "n_groups": self.n_groups, "x_range": list(self.x_range),
+                "level": self.level, "n_boot": self.n_boot, "status": self.status}
 
 
-def _hinge_best(knots: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray):
-    """(knot, slope, sse) per row of weights w (B, n): least squares over the knot grid, slope in closed form."""
-    z = np.maximum(0.0, x[:, None] - knots[None, :])          # (n, K)
+def _onset_best(knots: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, power: int = 1):
+    """(knot, slope, weighted sse) per row of weights w (B, n): least squares over the knot grid, slope in
+    closed form."""
+    z = np.maximum(0.0, x[:, None] - knots[None, :]) ** power   # (n, K)
     szy = w @ (z * y[:, None])
     szz = w @ (z * z)
     syy = w @ (y * y)
@@ -221,16 +239,8 @@ def _hinge_best(knots: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray):
     return knots[best], slope[rows, best], sse[rows, best]
 
 
-def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction",
-                groups=("d_model", "n_layers"), knot: float | None = None, n_knots: int = 400,
-                n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> PenaltyFit:
-    """Fit the penalty of one warmup (rows of :func:`penalties`, diverged runs left out) against ``x``.
-
-    The knot is profiled over ``n_knots`` values from 0 to the second-largest x (a hinge beyond every
-    point but one fits that point alone), or fixed with ``knot=``. The bootstrap resamples ``groups``
-    with replacement: the grid's head counts at one width and depth share N and steps, so they are
-    repeated looks at one point on the x axis, not independent ones.
-    """
+def _fitted_rows(pen: pd.DataFrame, warmup: int, x: str, groups) -> pd.DataFrame:
+    """The rows :func:`fit_penalty` fits: this warmup, undiverged, in a config with another warmup."""
     for col in (x, "penalty", "warmup", "diverged", "n_warmups", *groups):
         if col not in pen.columns:
             raise UserError(f"penalty table lacks column {col!r} (make it with warmup.penalties)")
@@ -238,19 +248,46 @@ def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction
     if rows.empty:
         raise UserError(f"no undiverged run with warmup {warmup} and another warmup to compare it with; "
                         f"warmups present: {', '.join(map(str, sorted(pen['warmup'].unique())))}")
+    return rows
+
+
+def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction",
+                groups=("d_model", "n_layers"), knot: float | None = None, n_knots: int = 400,
+                n_boot: int = 1000, seed: int = 0, level: float = 0.95, form: str = "hinge",
+                weight: str = "rows") -> PenaltyFit:
+    """Fit the penalty of one warmup (rows of :func:`penalties`, diverged runs left out) against ``x``.
+
+    ``form`` is the onset: ``hinge``, slope·max(0, x − knot), or ``quadratic``, slope·max(0, x − knot)².
+    The knot is profiled over ``n_knots`` values from 0 to the second-largest x (an onset beyond every
+    point but one fits that point alone), or fixed with ``knot=``. Between two neighbouring x the
+    data cannot place the knot except through the form, so a knot interval that spans one gap between
+    shapes measures the design, not the onset. ``weight="shapes"`` gives each run weight 1/(runs of its
+    group), so a shape with four head counts weighs as much as one with a single run. The bootstrap
+    resamples ``groups`` with replacement: the grid's head counts at one width and depth share N and
+    steps, so they are repeated looks at one point on the x axis, not independent ones. Same seed, same
+    resamples, whatever the form and weight.
+    """
+    if form not in FORMS:
+        raise UserError(f"penalty form must be one of {', '.join(FORMS)}, not {form!r}")
+    if weight not in WEIGHTS:
+        raise UserError(f"penalty weight must be one of {', '.join(WEIGHTS)}, not {weight!r}")
+    rows = _fitted_rows(pen, warmup, x, groups)
     xv = rows[x].to_numpy(float)
     yv = rows["penalty"].to_numpy(float)
     gid = rows.groupby(list(groups), sort=True).ngroup().to_numpy()
     n_groups = int(gid.max()) + 1
+    per_row = 1.0 / np.bincount(gid)[gid] if weight == "shapes" else np.ones(len(xv))
     x_range = (float(xv.min()), float(xv.max()))
-    common = dict(warmup=int(warmup), x=x, n_rows=len(rows), n_groups=n_groups, x_range=x_range, level=level)
+    common = dict(warmup=int(warmup), x=x, n_rows=len(rows), n_groups=n_groups, x_range=x_range, level=level,
+                  form=form, weight=weight)
     if n_groups < 3 or np.unique(xv).size < 3:
         return PenaltyFit(knot=np.nan, slope=np.nan, rmse=np.nan, status="too_few", **common)
     if knot is None:
         knots = np.linspace(0.0, np.sort(np.unique(xv))[-2], n_knots)
     else:
         knots = np.array([float(knot)])
-    k, s, sse = _hinge_best(knots, xv, yv, np.ones((1, len(xv))))
+    power = FORMS[form]
+    k, s, sse = _onset_best(knots, xv, yv, per_row[None, :], power)
     boot = np.empty((0, 2))
     knot_ci = slope_ci = (np.nan, np.nan)
     if n_boot > 0:
@@ -258,13 +295,58 @@ def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction
         # Each resample as per-row weights: how often its group was drawn.
         counts = np.stack([np.bincount(rng.integers(0, n_groups, n_groups), minlength=n_groups)
                            for _ in range(n_boot)])
-        bk, bs, _ = _hinge_best(knots, xv, yv, counts[:, gid].astype(float))
+        bk, bs, _ = _onset_best(knots, xv, yv, counts[:, gid] * per_row[None, :], power)
         boot = np.column_stack([bk, bs])
         q = [(1 - level) / 2, (1 + level) / 2]
         knot_ci = tuple(float(v) for v in np.quantile(bk, q))
         slope_ci = tuple(float(v) for v in np.quantile(bs, q))
-    return PenaltyFit(knot=float(k[0]), slope=float(s[0]), rmse=float(np.sqrt(sse[0] / len(xv))),
+    return PenaltyFit(knot=float(k[0]), slope=float(s[0]), rmse=float(np.sqrt(max(sse[0], 0.0) / per_row.sum())),
                       knot_ci=knot_ci, slope_ci=slope_ci, n_boot=int(n_boot), boot=boot, **common)
+
+
+def around_knot(pen: pd.DataFrame, fit: PenaltyFit, groups=("d_model", "n_layers"),
+                from_x: float = 0.0) -> dict:
+    """What the runs a fit used say below its knot, and which shapes the knot falls between.
+
+    Over the fitted rows with ``from_x`` <= x < knot: rows, shapes, mean, min and max penalty; and
+    ``x_below`` / ``x_above``, the largest x under the knot and the smallest at or over it. A fit whose
+    form says the penalty is 0 below the knot can be checked against the mean here.
+    """
+    rows = _fitted_rows(pen, fit.warmup, fit.x, groups)
+    xv = rows[fit.x].to_numpy(float)
+    sel = rows[(xv >= from_x) & (xv < fit.knot)]
+    below, above = xv[xv < fit.knot], xv[xv >= fit.knot]
+    return dict(from_x=float(from_x), knot=fit.knot, n_rows=len(sel),
+                n_shapes=int(sel.groupby(list(groups)).ngroups) if len(sel) else 0,
+                mean=float(sel["penalty"].mean()) if len(sel) else np.nan,
+                min=float(sel["penalty"].min()) if len(sel) else np.nan,
+                max=float(sel["penalty"].max()) if len(sel) else np.nan,
+                x_below=float(below.max()) if len(below) else np.nan,
+                x_above=float(above.min()) if len(above) else np.nan)
+
+
+def shape_fractions(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction",
+                    groups=("d_model", "n_layers")) -> pd.DataFrame:
+    """One row per shape (``groups``) among the runs :func:`fit_penalty` fits, sorted by x: x, runs
+    (head-count variants), mean_penalty and gap_to_next (the next shape's x minus this one's; NaN for the
+    last). Head counts share x, so these are the fit's distinct design points; the gaps are where it has
+    no runs, and where a knot can sit only because of the form fitted."""
+    rows = _fitted_rows(pen, warmup, x, groups)
+    by = rows.groupby(list(groups), sort=False)
+    out = pd.DataFrame({x: by[x].first(), "x_spread": by[x].max() - by[x].min(), "runs": by.size(),
+                        "mean_penalty": by["penalty"].mean()}).reset_index().sort_values(x, ignore_index=True)
+    if (out["x_spread"] > 1e-12 * out[x].abs().max()).any():
+        raise UserError(f"runs of one shape differ in {x}: group by what fixes it (e.g. add 'batch' to groups)")
+    out["gap_to_next"] = out[x].shift(-1) - out[x]
+    return out.drop(columns="x_spread")
+
+
+def fraction_to_params(fraction, warmup: int = 2000, batch: int = 64, tokens_per_param: float = 20.0):
+    """The model size (the authors' params) at which ``warmup`` steps are ``fraction`` of a run of
+    ``tokens_per_param`` tokens per parameter at ``batch`` sequences of SEQ_LEN: steps = 20·N/(batch·2048),
+    so fraction = warmup·batch·2048/(20·N). In the grid's batch-64 runs a warmup fraction *is* a size."""
+    fraction = np.asarray(fraction, float)
+    return warmup * batch * SEQ_LEN / (tokens_per_param * fraction)
 
 
 def run_length_vs_size(grid: pd.DataFrame) -> pd.DataFrame:
