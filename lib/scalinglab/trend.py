@@ -14,8 +14,9 @@ by likelihood-ratio tests (deviance differences, chi-squared with 1 df).
    quadratic term is significant (p_quadratic < alpha, quadratic vs linear), the
    fitted vertex lies strictly inside the observed range of z, *and* the curve
    really turns: separate logit lines fitted to the points on either side of
-   the vertex have significant slopes of opposite signs (Simonsohn's 2018
-   two-lines test; each side needs two distinct x). A quadratic alone would
+   the vertex have significant slopes of opposite signs (a two-lines test
+   split at the quadratic's vertex, after Simonsohn 2018, whose procedure
+   picks the breakpoint differently; each side needs two distinct x). A quadratic alone would
    call every saturating curve an inverted U.
 3. Otherwise it is ``positive`` or ``inverse`` by the sign of the linear fit's
    slope, when that slope is itself significant (p_linear < alpha, linear vs
