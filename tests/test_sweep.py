@@ -332,3 +332,18 @@ def test_a_db_that_is_not_sqlite_is_a_user_error(tmp_path, capsys):
     assert main(["sweep", "--preset", "kaplan", "--db", str(bad)]) == 2  # before any data is needed
     assert "not a sweep database" in capsys.readouterr().err
     assert bad.read_text() == "not sqlite\n"
+
+
+def test_report_text_warns_when_budgets_share_runs(capsys):
+    # The committed CPU sweeps: the kaplan preset reads each run at every budget it passes, the hoffmann
+    # preset trains one run per (budget, size). Only the first gets the note; Approach 1's dropped
+    # resamples are counted where there are any (the kaplan envelope loses about a third).
+    from pathlib import Path
+
+    sweeps = Path(__file__).resolve().parents[1] / "data" / "sweeps"
+    assert main(["sweep-report", "--db", str(sweeps / "kaplan.db")]) == 0
+    kaplan = capsys.readouterr().out
+    assert "8 of 8 runs give a point at more than one budget" in kaplan
+    assert "resamples left fewer than 2 sizes and were dropped" in kaplan
+    assert main(["sweep-report", "--db", str(sweeps / "hoffmann.db")]) == 0
+    assert "more than one budget" not in capsys.readouterr().out

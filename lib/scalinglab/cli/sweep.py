@@ -55,8 +55,18 @@ def _print_report(rep: dict, as_json: bool) -> None:
                   f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]")
     env = rep.get("exponent_envelope") or {}
     if env.get("a") is not None and env.get("ci") and None not in env["ci"]:
+        dropped = (f"; {env['n_boot_failed']} of {env['n_boot']} resamples left fewer than 2 sizes and were dropped"
+                   if env.get("n_boot_failed") else "")
         print(f"  Approach 1, the envelope of the runs' curves: {env['a']:.3f} [{env['ci'][0]:.3f}, "
-              f"{env['ci'][1]:.3f}] ({env['n_sizes']} sizes on it)")
+              f"{env['ci'][1]:.3f}] ({env['n_sizes']} sizes on it{dropped})")
+    shared = rep.get("budget_sharing") or {}
+    if shared.get("shared_runs"):
+        # The isoFLOP intervals are WLS intervals across budgets; with runs shared between budgets the
+        # optima are correlated (positively: one run's luck moves all its points), which such intervals
+        # ignore. Approach 1 resamples whole runs, so it carries the sharing.
+        print(f"  note: {shared['shared_runs']} of {shared['runs']} runs give a point at more than one budget, so the "
+              "budget optima are correlated: the spline and parabola intervals assume independent budgets and are "
+              "likely too narrow; Approach 1's bootstrap resamples whole runs")
 
 
 def _sweep(args) -> int:
