@@ -690,6 +690,24 @@ def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
 NATURAL_FLOOR = (-20.0, -20.0, -20.0, 0.0, 0.0)
 
 
+def natural_floor_shares(result: FitResult) -> dict[str, float]:
+    """Share of the counted bootstrap replicates with each parameter on its natural floor
+    (``NATURAL_FLOOR``: E, A or B ≈ 0, an exponent at 0). Those replicates count as estimates
+    ("these runs cannot tell the term from nothing"), so a large share says the interval reaches zero
+    because the data allow it, not because of the box. A fixed parameter was not estimated: 0. Empty
+    without a bootstrap."""
+    bs = result.bootstrap
+    if bs is None or not len(bs.samples):
+        return {}
+    opts = result.options
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    theta = _to_theta(bs.samples)
+    # The tolerance of the bound flags; a floor a caller raised above the natural one is not natural.
+    on = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
+    fixed = dict(opts.fixed)
+    return {name: 0.0 if name in fixed else float(on[:, i].mean()) for i, name in enumerate(PARAMS)}
+
+
 def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: coordinates on a bound that is not the parameter's natural floor."""
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)

@@ -366,20 +366,7 @@ def cluster_bootstrap(result: F.FitResult, N, D, L, labels, *, n_boot: int = 100
                        groups=labels, unit=unit)
 
 
-def at_natural_floor(result: F.FitResult) -> dict[str, float]:
-    """Share of the counted bootstrap replicates with each parameter on its natural floor
-    (``fit.NATURAL_FLOOR``: E, A or B ≈ 0, an exponent at 0). Those replicates count as estimates
-    ("these runs cannot tell the term from nothing"), so a large share says the interval reaches zero
-    because the data allow it, not because of the box. Empty without a bootstrap."""
-    bs = result.bootstrap
-    if bs is None or not len(bs.samples):
-        return {}
-    opts = result.options
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    theta = F._to_theta(bs.samples)
-    # The tolerance of fit's own bound flags; a floor a caller raised above the natural one is not natural.
-    on = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(F.NATURAL_FLOOR))
-    return {name: float(on[:, i].mean()) for i, name in enumerate(F.PARAMS)}
+at_natural_floor = F.natural_floor_shares  # the share of resamples with each parameter at its natural floor
 
 
 def leave_one_group_out(table, groups, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,

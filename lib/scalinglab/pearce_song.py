@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import DataError, UserError
-from scalinglab.fit import NATURAL_FLOOR, ScalingLaw
+from scalinglab.fit import NATURAL_FLOOR, ScalingLaw, natural_floor_shares
 
 GAMMA = 47491.0
 # Kaplan's sweep: "768 to 1.5 billion non-embedding parameters", and budgets
@@ -182,16 +182,9 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
 
 
 def e_at_floor(result) -> float:
-    """Share of a fit's counted bootstrap replicates with E on its natural floor (``fit.NATURAL_FLOOR``,
-    E = e^−20 ≈ 0); NaN without replicates, 0 when E was held fixed. The tolerance is the fit's own
-    bound flags'."""
-    bs = result.bootstrap
-    if bs is None or not len(bs.samples):
-        return np.nan
-    lo, hi = result.options.lower[0], result.options.upper[0]
-    if "E" in result.fixed or lo > NATURAL_FLOOR[0]:
-        return 0.0   # held, or a raised floor, which is not E = 0
-    return float(np.mean(np.abs(np.log(bs.column("E")) - lo) < 1e-6 * (hi - lo)))
+    """Share of a fit's counted bootstrap replicates with E on its natural floor (E = e^−20 ≈ 0,
+    ``fit.natural_floor_shares``); NaN without replicates, 0 when E was held fixed."""
+    return natural_floor_shares(result).get("E", np.nan)
 
 
 def _fixed_e(value: float) -> float:

@@ -54,6 +54,11 @@ PRESETS = ("kaplan", "hoffmann")
 # lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
 PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr")}
 LAUNCHERS = ("local", "submitit")
+# Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
+# each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
+# (its intervals are percentiles, which a few hundred resamples move in the second decimal).
+ISOFLOP_BOOT = 200
+ENVELOPE_BOOT = 1000
 
 
 @dataclass(frozen=True)
@@ -568,7 +573,8 @@ def loss_curves(db_path: Path | str):
     return df.drop(columns=["n_non_embedding", "n_standard"])
 
 
-def exponent(db_path: Path | str, method: str = "spline", n_boot: int = 200, window: int | None = None) -> dict:
+def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_BOOT,
+             window: int | None = None) -> dict:
     """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}.
 
     ``window=k`` fits each budget on the k sizes around its lowest loss (``isoflop.budget_optima``)."""
@@ -619,13 +625,12 @@ def report(db_path: Path | str) -> dict:
                 exponent_envelope=envelope_exponent(db_path))
 
 
-def envelope_exponent(db_path: Path | str, n_boot: int = 1000) -> dict:
+def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
     """N* ∝ C^a by Hoffmann's Approach 1 on the sweep's curves (each run a curve, mid-run evaluations
     included): {a, ci, n_sizes, status} or {a: None, reason}.
 
-    1,000 resamples (as notebook 01 uses): percentile intervals from a few hundred move in the second
-    decimal. Resamples left with fewer than two sizes among their optima are dropped and counted in
-    ``n_boot_failed``, so the interval is conditional on the rest."""
+    ENVELOPE_BOOT resamples (1,000, as notebook 01 uses). Resamples left with fewer than two sizes among
+    their optima are dropped and counted in ``n_boot_failed``, so the interval is conditional on the rest."""
     fit = _envelope_fit(db_path, n_boot)
     if isinstance(fit, str):
         return dict(a=None, ci=None, reason=fit)
@@ -686,14 +691,13 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
 
     out = {}
     shared = {Path(db).stem: budget_sharing(db)["shared_runs"] for db in (db_a, db_b)}
-    # report's settings: exponent() bootstraps each budget's optimum 200 times, envelope_exponent() the runs 1,000 times.
     for key, method, window in (("spline", "spline", None), ("parabola", "parabola", 5)):
-        fits = [_isoflop_fit(db, method, 200, window) for db in (db_a, db_b)]
+        fits = [_isoflop_fit(db, method, ISOFLOP_BOOT, window) for db in (db_a, db_b)]
         why = unavailable(fits)
         out[key] = dict(difference=None, reason=why) if why else exponent_difference(*fits, level=level).to_dict()
         out[key].update(shared_runs=shared, assumes_independent_budgets=True,
                         assumption_holds=not any(shared.values()))
-    fits = [_envelope_fit(db, 1000) for db in (db_a, db_b)]
+    fits = [_envelope_fit(db, ENVELOPE_BOOT) for db in (db_a, db_b)]
     why = unavailable(fits)
     out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
         fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
