@@ -175,6 +175,45 @@ def test_kaplan_runs_log_every_budget_they_pass(cache, tmp_path):
     assert first["tokens"].is_monotonic_increasing
 
 
+def test_seeds_replicate_the_grid_and_keep_the_first_seeds_run_ids():
+    prof = sweep.get_profile("cpu")
+    one = sweep.plan("hoffmann", prof, vocab_size=1024)
+    three = sweep.plan("hoffmann", prof, vocab_size=1024, seeds=3)
+    assert len(three) == 3 * len(one) and len({r.run_id for r in three}) == len(three)
+    # a one-seed sweep is the first replicate of the three-seed one: extending a database retrains nothing
+    assert [r for r in three if r.replicate == 0] == one
+    by_cell = {}
+    for r in three:
+        by_cell.setdefault((r.budget, r.width, r.depth), []).append(r)
+    for cell in by_cell.values():  # replicates differ in their seed, and only there
+        assert sorted(r.train["seed"] for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
+        assert all({**r.train, "seed": 0} == {**cell[0].train, "seed": 0} and r.model == cell[0].model for r in cell)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(sweep.UserError, match="seeds must be a whole number"):
+            sweep.plan("kaplan", prof, vocab_size=1024, seeds=bad)
+
+
+def test_more_seeds_on_a_finished_database_train_only_the_new_replicates(cache, tmp_path):
+    db = tmp_path / "k.db"
+    sweep.run_sweep("kaplan", "smoke", db, progress=False)
+    before = _finished(db)
+    # pending order runs a whole replicate before the next, so a stopped sweep has complete seeds
+    sweep.run_sweep("kaplan", "smoke", db, progress=False, seeds=3, max_runs=len(before) + 1)
+    after = _finished(db)
+    assert {k: after[k] for k in before} == before  # nothing retrained
+    new = sorted(set(after) - set(before))
+    assert len(new) == len(before) + 1 and sum(r.endswith("-s1") for r in new) == len(before)
+    con = sweep.connect(db)
+    assert sweep._meta(con)["seeds"] == 3 and sweep.summary_counts(con)["planned"] == 3 * len(before)
+    con.close()
+    points = sweep.isoflop_points(db)
+    assert set(points["replicate"]) == {0, 1, 2}
+    s1 = next(r for r in new if r.endswith("-s1"))
+    pair = points[points["run_id"].isin([s1.removesuffix("-s1"), s1])]
+    # another seed is another initialisation and batch order: the same shape's losses differ
+    assert pair.groupby("flops")["loss"].nunique().min() == 2
+
+
 def test_submitit_launcher_records_results_from_its_jobs(cache, tmp_path):
     pytest.importorskip("submitit")
     db = tmp_path / "s.db"

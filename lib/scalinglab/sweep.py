@@ -39,7 +39,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -178,6 +178,11 @@ def _check_preset(preset: str) -> None:
         raise UserError(f"unknown sweep preset {preset!r}: use one of {', '.join(PRESETS)}")
 
 
+def _check_seeds(seeds) -> None:
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise UserError(f"seeds must be a whole number of at least 1, got {seeds!r}")
+
+
 # --- the grid ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -196,6 +201,7 @@ class RunSpec:
     n_total: int
     model: dict
     train: dict
+    replicate: int = 0             # which of the sweep's seeds (0: the profile's seed; run ids of 0 carry no suffix)
 
 
 # A cosine run needs enough steps for its budget to be met to within 1/(2*MIN_STEPS) (whole steps).
@@ -214,12 +220,24 @@ def _hoffmann_batch(prof: Profile, n: int, tokens: float) -> int:
     return batch
 
 
-def plan(preset: str, profile: Profile | str, vocab_size: int) -> list[RunSpec]:
-    """Every run of the sweep, smallest budget and shape first."""
+def plan(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -> list[RunSpec]:
+    """Every run of the sweep, smallest budget and shape first; with ``seeds=k`` each run k times.
+
+    Replicate i trains with seed ``profile.seed + i`` (initialisation and batch order) and the run id
+    of the first plus ``-s<i>``, so a sweep planned with one seed is the first replicate of the same
+    sweep planned with more, and extending a finished database retrains nothing."""
+    _check_preset(preset)
+    _check_seeds(seeds)
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    first = _plan_one_seed(preset, prof, vocab_size)
+    runs = first + [replace(r, run_id=f"{r.run_id}-s{i}", replicate=i, train=dict(r.train, seed=prof.seed + i))
+                    for i in range(1, seeds) for r in first]
+    return sorted(runs, key=lambda r: (r.budget, r.n_standard, r.replicate))
+
+
+def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]:
     from scalinglab.flops import step_at
 
-    _check_preset(preset)
-    prof = get_profile(profile) if isinstance(profile, str) else profile
     budgets = tuple(sorted(prof.budgets[preset]))
     runs = []
     for width, depth in prof.shapes_for(preset):
@@ -257,7 +275,7 @@ def plan(preset: str, profile: Profile | str, vocab_size: int) -> list[RunSpec]:
                          batch_size=batch, beta2=0.99, eval_at_tokens=sorted(on_the_way) + [tokens])
             runs.append(RunSpec(run_id=f"hoffmann-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
                                 train=train, **common))
-    return sorted(runs, key=lambda r: (r.budget, r.n_standard))
+    return runs
 
 
 # --- the database --------------------------------------------------------------------------
@@ -294,15 +312,18 @@ def _meta(con: sqlite3.Connection) -> dict:
 
 
 def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: list[RunSpec], vocab: int) -> None:
-    """Write the sweep's identity and its planned runs; refuses a database made for another sweep."""
+    """Write the sweep's identity and its planned runs; refuses a database made for another sweep.
+    Planning more seeds than before adds their runs (``seeds`` records the most planned); fewer removes none."""
     meta = _meta(con)
     if meta and (meta.get("preset"), meta.get("profile")) != (preset, prof.name):
         raise UserError(f"database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
                         f"not {preset}/{prof.name}: use another --db")
+    seeds = max([meta.get("seeds", 1)] + [r.replicate + 1 for r in runs])
     with con:
         for key, value in dict(preset=preset, profile=prof.name, tokenizer=prof.tokenizer, vocab_size=vocab,
                                profile_config=asdict(prof)).items():
             con.execute("INSERT OR IGNORE INTO sweep VALUES (?, ?)", (key, json.dumps(value)))
+        con.execute("INSERT OR REPLACE INTO sweep VALUES ('seeds', ?)", (json.dumps(seeds),))
         con.executemany(
             "INSERT OR IGNORE INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
             "n_standard, n_total, spec) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -331,8 +352,10 @@ def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
 
 
 def pending(con: sqlite3.Connection) -> list[RunSpec]:
-    rows = con.execute("SELECT spec FROM runs WHERE status != 'finished' ORDER BY budget, n_standard").fetchall()
-    return [_spec(json.loads(s)) for (s,) in rows]
+    """Unfinished runs, a whole seed's grid before the next seed's: a sweep stopped early still has
+    complete replicates."""
+    rows = con.execute("SELECT spec FROM runs WHERE status != 'finished'").fetchall()
+    return sorted((_spec(json.loads(s)) for (s,) in rows), key=lambda r: (r.replicate, r.budget, r.n_standard))
 
 
 def _spec(d: dict) -> RunSpec:
@@ -426,8 +449,12 @@ def checkpoint_path(db_path: Path, run_id: str) -> Path:
 
 def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str = "local",
               max_runs: int | None = None, progress: bool = True, executor: str | None = None,
-              workers: int | None = None, on_finish: Callable[[RunSpec, dict], None] | None = None) -> dict:
+              workers: int | None = None, on_finish: Callable[[RunSpec, dict], None] | None = None,
+              seeds: int = 1) -> dict:
     """Run (or resume) a sweep into ``db_path``; returns the counts of planned and finished runs.
+
+    ``seeds=k`` trains every run of the grid with k seeds (:func:`plan`); on a finished one-seed database
+    it trains only the new replicates.
 
     ``workers`` runs that many at once on this machine (default: the profile's); ``executor``
     picks submitit's cluster ("local", "debug", "slurm"; default: auto)."""
@@ -439,11 +466,12 @@ def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str =
     if max_runs is not None and max_runs < 0:  # a negative slice would silently skip the last runs instead
         raise UserError(f"max_runs must be at least 0, got {max_runs}")
     prof = get_profile(profile)
+    _check_seeds(seeds)
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     con = connect(db_path)  # a bad --db fails before the tokenizing
     tok, _, _ = load_tokens(prof)  # tokenize once here, not in every job
-    register_plan(con, preset, prof, plan(preset, prof, tok.vocab_size), tok.vocab_size)
+    register_plan(con, preset, prof, plan(preset, prof, tok.vocab_size, seeds), tok.vocab_size)
     todo = pending(con)[:max_runs]
     bar = tqdm(total=len(todo), desc=f"{preset}/{profile}", unit="run", disable=not progress)
 
@@ -532,20 +560,25 @@ def summary_counts(con: sqlite3.Connection) -> dict:
 
 # --- analysis ------------------------------------------------------------------------------
 
+# A run's replicate (its seed's index; databases from before seeds were planned have none: 0)
+_REPLICATE = "COALESCE(json_extract(r.spec, '$.replicate'), 0) AS replicate"
+
+
 def isoflop_points(db_path: Path | str):
     """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
-    n_non_embedding, n_standard, flops (the budget C), tokens, loss (validation)."""
+    n_non_embedding, n_standard, n_total, flops (the budget C), tokens, loss (validation), replicate."""
     import pandas as pd
 
     db_path = Path(db_path)
     if not db_path.is_file():
         raise UserError(f"{db_path}: no such sweep database")
     if db_path.suffix == ".csv":  # an export of this very table
-        return pd.read_csv(db_path)
+        df = pd.read_csv(db_path)
+        return df if "replicate" in df else df.assign(replicate=0)
     with sqlite3.connect(db_path) as con:
         df = pd.read_sql_query(
             "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
-            "c.budget AS flops, c.tokens, c.loss FROM curves c JOIN runs r USING (run_id) "
+            f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
             "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
     df.insert(4, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]))
     return df
@@ -554,7 +587,7 @@ def isoflop_points(db_path: Path | str):
 def loss_curves(db_path: Path | str):
     """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.envelope``): preset,
     run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
-    (6·N·tokens), budget (the budget a row stands for, if any) and loss (validation)."""
+    (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate."""
     import pandas as pd
 
     db_path = Path(db_path)
@@ -564,7 +597,8 @@ def loss_curves(db_path: Path | str):
         with sqlite3.connect(db_path) as con:
             df = pd.read_sql_query(
                 "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, c.step, c.tokens, "
-                "c.flops, c.budget, c.loss FROM curves c JOIN runs r USING (run_id) WHERE r.status = 'finished' "
+                f"c.flops, c.budget, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
+                "WHERE r.status = 'finished' "
                 "ORDER BY r.n_standard, c.flops", con)
     except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None

@@ -25,6 +25,9 @@ def register(sub) -> None:
                    help="submitit's cluster")
     p.add_argument("--max-runs", type=int, default=None, help="stop after this many runs (resume later)")
     p.add_argument("--workers", type=int, default=None, help="runs at once with --launcher local (default: the profile's)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="train every run with this many seeds (replicates measure seed-to-seed noise; "
+                        "raising it on a finished database trains only the new seeds)")
     p.add_argument("--json", action="store_true", help="print the report as JSON when done")
     p.set_defaults(func=_sweep)
 
@@ -73,7 +76,7 @@ def _sweep(args) -> int:
     from scalinglab import sweep
 
     sweep.run_sweep(args.preset, args.profile, args.db, launcher=args.launcher, max_runs=args.max_runs,
-                    workers=args.workers,
+                    workers=args.workers, seeds=args.seeds,
                     executor=None if args.executor == "auto" else args.executor)
     _print_report(sweep.report(args.db), args.json)
     return 0
