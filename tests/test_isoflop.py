@@ -176,3 +176,76 @@ def test_fitted_curves_pass_through_their_minimum(method):
     # The curve's lowest grid point is the estimator's optimum (same grid, same model).
     lowest = curves.loc[curves.groupby("flops")["loss"].idxmin()].reset_index(drop=True)
     np.testing.assert_allclose(lowest["loss"], opt["loss_opt"], rtol=1e-3)
+
+
+def seeded(curves: pd.DataFrame, seeds: int, sd: float, rng) -> pd.DataFrame:
+    """``seeds`` noisy replicates of every (N, C) point: what a sweep run with --seeds gives."""
+    reps = pd.concat([curves] * seeds, ignore_index=True)
+    return reps.assign(loss=reps["loss"] + sd * rng.standard_normal(len(reps)))
+
+
+def test_seed_noise_recovers_the_replicates_sd():
+    rng = np.random.default_rng(1)
+    data = seeded(chinchilla_curves(), seeds=3, sd=0.01, rng=rng)  # 55 cells, 110 dof
+    noise = isoflop.seed_noise(data)
+    assert noise.cells == 55 and noise.dof == 110
+    # the sd estimate from 110 dof has a relative sd of 1/sqrt(220) ≈ 7%: 25% is > 3 of those
+    assert noise.sd == pytest.approx(0.01, rel=0.25)
+    # No growth with the excess loss: the model's floor is the sd, and the model gives about 0.01 at the
+    # typical point. Over 40 seeds both stayed within 0.84-1.12 of 0.01; a chance slope can still reach 2x at
+    # the farthest points (4.5 nats above the minimum), where the noise hardly moves an optimum.
+    assert noise.floor == pytest.approx(0.01, rel=0.25)
+    means = data.groupby(["flops", "n"])["loss"].mean()
+    modelled = np.concatenate([noise.at(g.to_numpy()) for _, g in means.groupby(level=0)])
+    assert np.median(modelled) == pytest.approx(0.01, rel=0.25)
+    one = isoflop.seed_noise(chinchilla_curves())  # one run per cell: nothing measured
+    assert np.isnan(one.sd) and not one.modelled
+
+
+def test_seed_noise_models_noise_that_grows_away_from_the_optimum():
+    """Runs far above their budget's minimum (few tokens for their size) vary more between seeds."""
+    rng = np.random.default_rng(3)
+    curves = chinchilla_curves()
+    excess = curves["loss"] - curves.groupby("flops")["loss"].transform("min")
+    true_sd = np.sqrt(0.005**2 + (0.2 * excess) ** 2)
+    data = pd.concat([curves.assign(loss=curves["loss"] + true_sd * rng.standard_normal(len(curves)))
+                      for _ in range(3)], ignore_index=True)
+    noise = isoflop.seed_noise(data)
+    # 55 cells with 2 dof each; the floor rests mostly on the ~10 cells near the minima: 40% for it, 25% for the slope
+    assert noise.floor == pytest.approx(0.005, rel=0.4) and noise.slope == pytest.approx(0.2, rel=0.25)
+    assert noise.sd > 5 * noise.floor  # the pooled sd is set by the far points: a bad noise for the near ones
+    near = curves.loc[excess == 0, "loss"].to_numpy()
+    assert noise.at(np.array([near[0], near[0] + 1.0]))[1] == pytest.approx(np.hypot(noise.floor, noise.slope))
+
+
+def test_replicates_are_averaged_and_their_mean_is_less_noisy():
+    rng = np.random.default_rng(2)
+    single = seeded(chinchilla_curves(), seeds=1, sd=0.01, rng=rng)
+    four = seeded(chinchilla_curves(), seeds=4, sd=0.01, rng=rng)
+    opts = dict(method="spline", n_boot=400, min_sd_factor=0.0)  # no floor: compare the bootstrap's own sd
+    one = isoflop.budget_optima(single, noise=0.01, **opts)
+    # replicates="mean" with noise=None: the measured seed sd, divided by sqrt(4) for a mean of 4
+    mean = isoflop.budget_optima(four, replicates="mean", **opts)
+    ratio = np.median(mean["log_n_opt_sd"] / one["log_n_opt_sd"])
+    assert 0.35 < ratio < 0.7  # 1/sqrt(4) = 0.5, give or take the curves' own argmin resolution
+    # "min" (Porian's tuning runs) keeps the best of the four: biased low, and not √k less noisy
+    best = isoflop.budget_optima(four, replicates="min", **opts | dict(n_boot=0))
+    avg = isoflop.budget_optima(four, replicates="mean", **opts | dict(n_boot=0))
+    assert (best["loss_opt"] < avg["loss_opt"]).all()
+    with pytest.raises(UserError, match="replicates must be one of min, mean, not 'median'"):
+        isoflop.budget_optima(four, replicates="median")
+
+
+@pytest.mark.parametrize("method,window", [("spline", None), ("parabola", None), ("parabola", 5), ("spline", 5)])
+def test_resampled_exponents_match_one_fit_per_resample(method, window):
+    """The vectorised path (used by the sweeps' seed bootstrap) is fit_exponent(budget_optima(...)) per column."""
+    rng = np.random.default_rng(4)
+    curves = chinchilla_curves()
+    columns = [curves.assign(loss=curves["loss"] + 0.03 * rng.standard_normal(len(curves))) for _ in range(6)]
+    budgets = [(c, g["n"].to_numpy(), np.column_stack([col.loc[g.index, "loss"] for col in columns]))
+               for c, g in curves.groupby("flops")]
+    fast = isoflop.resampled_exponents(budgets, method, window)
+    slow = [isoflop.fit_exponent(isoflop.budget_optima(col, method=method, window=window), weighted=False).exponent
+            for col in columns]
+    np.testing.assert_allclose(fast, slow, rtol=1e-9)
+    assert np.ptp(fast) > 0  # the columns differ, so a shared answer would fail

@@ -257,29 +257,39 @@ def test_submitit_records_the_other_runs_when_one_job_fails(cache, tmp_path):
     assert status == {first: "planned", second: "finished"}
 
 
-def test_report_recovers_a_known_exponent(tmp_path):
-    """A synthetic Chinchilla-law sweep: the optimum is N* ∝ C^(beta/(alpha+beta)) exactly."""
-    alpha, beta = 0.34, 0.28
-    a_true = beta / (alpha + beta)
-    db = tmp_path / "syn.db"
+ALPHA, BETA = 0.34, 0.28  # the synthetic sweeps' law: L = 1.7 + 400/N^α + 400/D^β
+
+
+def synthetic_sweep(db, seeds: int = 1, sd: float = 0.0, rng=None) -> None:
+    """A Hoffmann-style sweep database of a Chinchilla law, 5 budgets × 9 sizes, each run ``seeds`` times
+    with Gaussian noise ``sd`` on its loss; run ids and specs as ``sweep.plan`` makes them."""
     con = sweep.connect(db)
     with con:
         con.execute("INSERT INTO sweep VALUES ('preset', '\"hoffmann\"'), ('profile', '\"synthetic\"')")
         for c in np.geomspace(1e15, 1e19, 5):
-            n_opt = 0.1 * c**a_true
+            n_opt = 0.1 * c ** (BETA / (ALPHA + BETA))
             for i, n in enumerate(n_opt * np.geomspace(1 / 8, 8, 9)):
                 d = c / (6 * n)
-                loss = 1.7 + 400 / n**alpha + 400 / d**beta
-                rid = f"C{c:.0e}-{i}"
-                spec = json.dumps(dict(model=dict(width=64, depth=2, vocab_size=1000, seq_len=128)))
-                con.execute("INSERT INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
-                            "n_standard, n_total, spec, status, tokens, seconds, device, finished_at) "
-                            "VALUES (?,?,?,?,?,?,?,?,?,?, 'finished', ?, 10, 'cuda:NVIDIA H100 80GB HBM3', ?)",
-                            (rid, "hoffmann", "synthetic", 1, 1, c, int(n * 0.8), int(n), int(n), spec, 10**6,
-                             f"2026-01-01T00:{i:02d}:00+00:00"))
-                con.execute("INSERT INTO curves (run_id, step, tokens, budget, flops, loss) VALUES (?,?,?,?,?,?)",
-                            (rid, 1, int(d), c, c, loss))
+                for rep in range(seeds):
+                    loss = 1.7 + 400 / n**ALPHA + 400 / d**BETA + (sd * rng.standard_normal() if sd else 0.0)
+                    rid = f"C{c:.0e}-{i}" + (f"-s{rep}" if rep else "")
+                    spec = json.dumps(dict(model=dict(width=64, depth=2, vocab_size=1000, seq_len=128),
+                                           replicate=rep))
+                    con.execute("INSERT INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
+                                "n_standard, n_total, spec, status, tokens, seconds, device, finished_at) "
+                                "VALUES (?,?,?,?,?,?,?,?,?,?, 'finished', ?, 10, 'cuda:NVIDIA H100 80GB HBM3', ?)",
+                                (rid, "hoffmann", "synthetic", 1, 1, c, int(n * 0.8), int(n), int(n), spec, 10**6,
+                                 f"2026-01-01T00:{i:02d}:{rep:02d}+00:00"))
+                    con.execute("INSERT INTO curves (run_id, step, tokens, budget, flops, loss) VALUES (?,?,?,?,?,?)",
+                                (rid, 1, int(d), c, c, loss))
     con.close()
+
+
+def test_report_recovers_a_known_exponent(tmp_path):
+    """A synthetic Chinchilla-law sweep: the optimum is N* ∝ C^(beta/(alpha+beta)) exactly."""
+    a_true = BETA / (ALPHA + BETA)
+    db = tmp_path / "syn.db"
+    synthetic_sweep(db)
     rep = sweep.report(db)
     e = rep["exponent"]
     assert rep["finished"] == 45 and e["n_budgets"] == 5
@@ -297,6 +307,37 @@ def test_report_recovers_a_known_exponent(tmp_path):
     assert rep["train_flops"] == pytest.approx(flops)
     assert rep["wall_seconds"] == 8 * 60 + 10  # runs finished at minutes 0..8, the first took 10 s
     assert rep["utilisation"] == pytest.approx(flops / (490 * 989e12), rel=1e-3)
+
+
+def test_report_averages_seeds_and_measures_their_noise(tmp_path):
+    """Three noisy seeds per run: the report averages them (isoFLOP points and Approach 1's curves) and
+    its bootstrap's noise is their measured spread, not the parabolas' residual."""
+    a_true = BETA / (ALPHA + BETA)
+    db = tmp_path / "seeds.db"
+    synthetic_sweep(db, seeds=3, sd=0.004, rng=np.random.default_rng(0))
+    noise = sweep.replicate_noise(db)
+    assert noise["seeds"] == 3 and noise["points_with_replicates"] == 45 and noise["dof"] == 90
+    assert noise["seed_sd"] == pytest.approx(0.004, rel=0.3)  # 90 dof: relative sd ≈ 7.5%, 0.3 is 4 of those
+    assert noise["noise_floor"] == pytest.approx(0.004, rel=0.3)  # the same noise everywhere: the floor is it
+    assert [e["replicate"] for e in noise["exponent_by_seed"]] == [0, 1, 2]
+    assert all(abs(e["a"] - a_true) < 0.05 for e in noise["exponent_by_seed"])
+    # The curves are not parabolas over a 64x range of N: their residual is far above the seeds' spread.
+    assert noise["parabola_sd"] > 3 * noise["seed_sd"]
+    curves = sweep.loss_curves(db, mean_over_seeds=True)
+    assert len(curves) == 45 and (curves["seeds"] == 3).all() and not curves["run_id"].str.contains("-s").any()
+    rep = sweep.report(db)
+    # noise 0.004 (0.0023 for a mean of 3) beside 0.02-0.03 between the sizes next to each minimum:
+    # every budget keeps an interior optimum and a lands within 0.03 of the truth, as without noise
+    assert abs(rep["exponent"]["a"] - a_true) < 0.03 and rep["exponent"]["n_budgets"] == 5
+    assert rep["finished"] == 135
+    # resampling seeds: its own point estimate (plain spline optima of the means) and a percentile interval
+    boot = rep["exponent_seed_bootstrap"]
+    assert boot["seeds"] == 3 and boot["runs"] == 45 and boot["n_boot_failed"] == 0
+    assert abs(boot["a"] - a_true) < 0.03 and boot["ci"][0] <= boot["a"] <= boot["ci"][1]
+    # the same data as two "sweeps": a difference of 0 by every estimator, seeds included
+    diffs = sweep.exponent_differences(db, db)
+    assert diffs["seeds"]["assumption_holds"] and diffs["seeds"]["difference"] == 0
+    assert diffs["seeds"]["ci"][0] < 0 < diffs["seeds"]["ci"][1]
 
 
 def test_report_needs_budgets_and_a_real_database(tmp_path, capsys):

@@ -42,6 +42,9 @@ import pandas as pd
 from scalinglab.errors import UserError
 
 METHODS = ("parabola", "spline")
+# How several runs at one (N, C) become one point: Porian et al.'s runs there differ in hyperparameters
+# (a tuning sweep: keep the best); runs that differ only in their seed are replicates (average them).
+REPLICATES = ("min", "mean")
 
 # Porian et al.'s defaults (analysis.py in their repository): the grid is 25x
 # denser than the sampled sizes; a budget's log-sd of N* is at least a third of
@@ -67,12 +70,93 @@ def _check_columns(df: pd.DataFrame, cols: dict[str, str]) -> None:
                             f"row {df.index[bad.argmax()]!r} has {value!r}")
 
 
-def _budgets(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str) -> list[tuple[float, pd.DataFrame]]:
-    """(budget, its runs sorted by N), keeping the lowest loss of runs that share an (N, C)."""
+def _check_replicates(replicates: str) -> None:
+    if replicates not in REPLICATES:
+        raise UserError(f"isoFLOP replicates must be one of {', '.join(REPLICATES)}, not {replicates!r}")
+
+
+def _budgets(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str,
+             replicates: str = "min") -> list[tuple[float, pd.DataFrame]]:
+    """(budget, its runs sorted by N), one row per (N, C): the lowest loss of the runs that share it, or
+    their mean (``replicates``), with ``_k`` the number of runs behind the row."""
+    _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
+    _check_replicates(replicates)
+    data = df[[n_col, c_col, loss_col]].astype(float)
+    data = data.groupby([c_col, n_col], as_index=False)[loss_col].agg([replicates, "size"])
+    data = data.rename(columns={replicates: loss_col, "size": "_k"})
+    return [(float(c), g.sort_values(n_col)) for c, g in data.groupby(c_col, sort=True)]
+
+
+@dataclass(frozen=True)
+class SeedNoise:
+    """Seed-to-seed noise of one run's loss, from the (N, C) cells trained with several seeds.
+
+    ``sd`` pools every such cell. Replicates are rarely that uniform: runs far from their budget's
+    optimum (a large model given few tokens, still on the steep early part of its curve) vary between
+    seeds much more than runs near it. So the noise is also modelled as sd(Δ) = √(floor² + (slope·Δ)²),
+    Δ the loss's excess over its budget's lowest (mean) loss, fitted to the cells' sample variances by
+    maximum likelihood (each s² is σ²·χ²_ν/ν); :meth:`at` evaluates it for ``budget_optima``.
+    """
+
+    sd: float            # pooled; NaN when no cell has two runs
+    dof: int             # sum over those cells of (runs - 1)
+    cells: int           # cells with at least two runs
+    floor: float = float("nan")   # the model's sd at a budget's minimum (Δ = 0)
+    slope: float = float("nan")   # its extra sd per nat of excess loss
+
+    @property
+    def modelled(self) -> bool:
+        return bool(np.isfinite(self.floor) and np.isfinite(self.slope))
+
+    def at(self, loss: np.ndarray) -> np.ndarray:
+        """One run's sd at each of a budget's losses (the excess is over their lowest)."""
+        loss = np.asarray(loss, dtype=float)
+        if not self.modelled:
+            return np.full(loss.shape, self.sd)
+        return np.sqrt(self.floor**2 + (self.slope * (loss - loss.min())) ** 2)
+
+    def to_dict(self) -> dict:
+        def num(x):
+            return float(x) if np.isfinite(x) else None
+        return dict(sd=num(self.sd), dof=self.dof, cells=self.cells, floor=num(self.floor), slope=num(self.slope))
+
+
+# Fewer replicated cells than this and the two-parameter noise model is not fitted (the pooled sd is used).
+MIN_NOISE_CELLS = 6
+
+
+def seed_noise(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss") -> SeedNoise:
+    """The seed-to-seed noise of the loss, pooled and modelled (:class:`SeedNoise`), over cells (same N
+    and C) trained with several seeds.
+
+    This is the noise Porian et al.'s bootstrap models (they had no replicates and assumed a schedule);
+    measured, it replaces the parabola residual, which also carries the parabola's misfit."""
     _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
     data = df[[n_col, c_col, loss_col]].astype(float)
-    data = data.groupby([c_col, n_col], as_index=False)[loss_col].min()
-    return [(float(c), g.sort_values(n_col)) for c, g in data.groupby(c_col, sort=True)]
+    cells = data.groupby([c_col, n_col])[loss_col].agg(["mean", "var", "size"]).reset_index()
+    cells["excess"] = cells["mean"] - cells.groupby(c_col)["mean"].transform("min")
+    rep = cells[cells["size"] > 1]
+    nu, s2, excess = (rep["size"] - 1).to_numpy(float), rep["var"].to_numpy(float), rep["excess"].to_numpy(float)
+    dof = int(nu.sum())
+    sd = float(np.sqrt(np.sum(nu * s2) / dof)) if dof else float("nan")
+    floor = slope = float("nan")
+    if len(rep) >= MIN_NOISE_CELLS and sd > 0:
+        floor, slope = _fit_noise_model(nu, s2, excess, sd)
+    return SeedNoise(sd=sd, dof=dof, cells=len(rep), floor=floor, slope=slope)
+
+
+def _fit_noise_model(nu: np.ndarray, s2: np.ndarray, excess: np.ndarray, sd: float) -> tuple[float, float]:
+    """(floor, slope) maximising the likelihood of the sample variances s² ~ σ²·χ²_ν/ν, σ² = floor² + (slope·Δ)²."""
+    from scipy.optimize import minimize
+
+    def nll(theta):
+        var = np.exp(2 * theta[0]) + (np.exp(theta[1]) * excess) ** 2
+        return float(np.sum(nu / 2 * (np.log(var) + s2 / var)))
+
+    # a slope of e^-20 nats⁻¹ is none at all: the bound keeps "no growth" reachable without -inf
+    start = [np.log(sd), np.log(sd / max(float(excess.max()), 1e-12))]
+    res = minimize(nll, start, method="L-BFGS-B", bounds=[(np.log(sd) - 20, np.log(sd) + 5), (-20, 10)])
+    return float(np.exp(res.x[0])), float(np.exp(res.x[1]))
 
 
 def _noise_sd(noise: Noise, loss: np.ndarray) -> np.ndarray:
@@ -156,6 +240,7 @@ def budget_optima(
     min_sd_factor: float = MIN_SD_FACTOR,
     min_points: int = 3,
     window: int | None = None,
+    replicates: str = "min",
 ) -> pd.DataFrame:
     """One row per budget: its optimal size, with bootstrap uncertainty when ``n_boot > 0``.
 
@@ -170,14 +255,19 @@ def budget_optima(
     ``noise`` is the sd of the Gaussian noise added to each loss: a number, a
     function of the loss array, or None (the pooled residual sd of per-budget
     parabolas). Several runs at one (N, C) keep the lowest loss, as Porian et
-    al. do. ``window=k`` fits each budget only on the k sampled sizes centred on
+    al. do, or with ``replicates="mean"`` (runs that differ only in their seed)
+    their mean. A mean of k runs gets noise/√k; with ``noise=None`` and cells
+    run more than once, the noise is their measured seed-to-seed sd, growing
+    with the loss's excess over the budget's minimum (:func:`seed_noise`),
+    instead of the parabola residual. ``window=k`` fits each budget only on the k sampled sizes centred on
     its lowest observed loss (a parabola is a good model of the curve only near
     its minimum); edges are then judged against that window.
     """
     _check_method(method)
-    groups = _budgets(df, n_col, c_col, loss_col)
+    groups = _budgets(df, n_col, c_col, loss_col, replicates)
     if n_boot > 0 and noise is None:
-        noise = _pooled_parabola_sd(groups, loss_col, n_col)
+        measured = seed_noise(df, n_col, c_col, loss_col) if replicates == "mean" else None
+        noise = measured.at if measured and measured.dof else _pooled_parabola_sd(groups, loss_col, n_col)
     rng = np.random.default_rng(seed)
 
     rows = []
@@ -188,6 +278,8 @@ def budget_optima(
             g = g.iloc[start:start + window]
         log_n = np.log(g[n_col].to_numpy())
         loss = g[loss_col].to_numpy()
+        # a mean of k replicates is √k times less noisy than one run; the best of k is not
+        per_run = np.sqrt(g["_k"].to_numpy()) if replicates == "mean" else np.ones(len(g))
         row = dict(flops=c, n_opt=np.nan, loss_opt=np.nan, n_points=len(g), edge=False, n_opt_point=np.nan, note="")
         if n_boot > 0:
             row.update(n_opt_lo=np.nan, n_opt_hi=np.nan, log_n_opt_sd=np.nan, n_boot_valid=0)
@@ -203,7 +295,8 @@ def budget_optima(
             row["note"] = "optimum at the edge of the sampled sizes"
         if n_boot <= 0 or edge[0]:
             continue
-        noisy = loss[:, None] + _noise_sd(noise, loss)[:, None] * rng.standard_normal((len(loss), n_boot))
+        point_sd = _noise_sd(noise, loss) / per_run
+        noisy = loss[:, None] + point_sd[:, None] * rng.standard_normal((len(loss), n_boot))
         noisy = np.maximum(noisy, np.finfo(float).tiny)  # a negative loss can only come from absurd noise
         bx, by, bedge = _minimise(log_n, np.log(noisy), method, grid)
         ok = ~bedge
@@ -220,6 +313,45 @@ def budget_optima(
         row.update(n_opt=float(np.exp(np.median(bx))), loss_opt=float(np.exp(np.median(by))),
                    n_opt_lo=float(np.exp(lo)), n_opt_hi=float(np.exp(hi)), log_n_opt_sd=sd)
     return pd.DataFrame(rows)
+
+
+def resampled_exponents(budgets: list[tuple[float, np.ndarray, np.ndarray]], method: str = "spline",
+                        window: int | None = None, *, grid_multiplier: int = GRID_MULTIPLIER,
+                        min_points: int = 3) -> np.ndarray:
+    """The exponent a of N* ∝ C^a for each of B resampled data sets at once.
+
+    ``budgets``: (C, sizes N (k,), losses (k, B)), one per budget, one loss column per resample. Each
+    column goes through what ``fit_exponent(budget_optima(..., n_boot=0, window=window))`` does to
+    one data set: optimum per budget (``window``: the k sizes around the column's lowest loss), edge
+    optima dropped, least squares of log N* on log C; NaN where fewer than two budgets are left. The
+    optima of all columns come from one vectorised minimisation per budget (and window position).
+    """
+    _check_method(method)
+    n_res = budgets[0][2].shape[1] if budgets else 0
+    log_c = np.log([c for c, _, _ in budgets])
+    opt = np.full((len(budgets), n_res), np.nan)
+    for i, (_, n, loss) in enumerate(budgets):
+        order = np.argsort(n)
+        log_n, loss = np.log(np.asarray(n, float)[order]), np.asarray(loss, float)[order]
+        starts = np.zeros(n_res, dtype=int)
+        if window is not None and len(log_n) > window:
+            lowest = np.argmin(loss, axis=0)
+            starts = np.clip(lowest - window // 2, 0, len(log_n) - window)
+        size = len(log_n) if window is None else min(window, len(log_n))
+        if size < min_points:
+            continue
+        for start in np.unique(starts):
+            cols = starts == start
+            part = log_n[start:start + size]
+            x, _, edge = _minimise(part, np.log(loss[start:start + size][:, cols]), method,
+                                   _grid(part, grid_multiplier))
+            opt[i, cols] = np.where(edge, np.nan, x)
+    out = np.full(n_res, np.nan)
+    for b in range(n_res):
+        ok = np.isfinite(opt[:, b])
+        if ok.sum() >= 2:
+            out[b] = np.polyfit(log_c[ok], opt[ok, b], 1)[0]
+    return out
 
 
 @dataclass(frozen=True)
@@ -333,11 +465,12 @@ def bootstrap_difference(first: np.ndarray, second: np.ndarray, estimate: float,
 
 
 def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",
-                  method: str = "spline", *, grid_multiplier: int = GRID_MULTIPLIER) -> pd.DataFrame:
+                  method: str = "spline", *, grid_multiplier: int = GRID_MULTIPLIER,
+                  replicates: str = "min") -> pd.DataFrame:
     """Each budget's fitted loss curve on the estimator's grid (for plots): flops, n, loss."""
     _check_method(method)
     parts = []
-    for c, g in _budgets(df, n_col, c_col, loss_col):
+    for c, g in _budgets(df, n_col, c_col, loss_col, replicates):
         if len(g) < 3:
             continue
         log_n, log_loss = np.log(g[n_col].to_numpy()), np.log(g[loss_col].to_numpy())

@@ -59,6 +59,9 @@ LAUNCHERS = ("local", "submitit")
 # (its intervals are percentiles, which a few hundred resamples move in the second decimal).
 ISOFLOP_BOOT = 200
 ENVELOPE_BOOT = 1000
+SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
+# The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
+WORKBOOK_SMOKE_SEEDS = 2
 
 
 @dataclass(frozen=True)
@@ -584,10 +587,14 @@ def isoflop_points(db_path: Path | str):
     return df
 
 
-def loss_curves(db_path: Path | str):
+def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
     """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.envelope``): preset,
     run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
-    (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate."""
+    (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate.
+
+    ``mean_over_seeds`` averages each run's replicates evaluation by evaluation (they share their
+    schedule): one curve per run of the one-seed grid, under its run id, with ``seeds`` (how many
+    were averaged) in place of ``replicate``."""
     import pandas as pd
 
     db_path = Path(db_path)
@@ -604,7 +611,15 @@ def loss_curves(db_path: Path | str):
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     df.insert(2, "shape", "w" + df["width"].astype(str) + "-d" + df["depth"].astype(str))
     df.insert(5, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]).astype(float))
-    return df.drop(columns=["n_non_embedding", "n_standard"])
+    df = df.drop(columns=["n_non_embedding", "n_standard"])
+    if mean_over_seeds:
+        cols = list(df.columns)
+        df["run_id"] = df["run_id"].str.replace(r"-s\d+$", "", regex=True)  # a replicate's id is its run's + -s<i>
+        keys = [c for c in cols if c not in ("loss", "replicate")]
+        df = (df.groupby(keys, as_index=False, dropna=False, sort=False)
+              .agg(loss=("loss", "mean"), seeds=("replicate", "size")))
+        df = df[[c if c != "replicate" else "seeds" for c in cols]]
+    return df
 
 
 def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_BOOT,
@@ -623,18 +638,124 @@ def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_
                 dropped=[list(d) for d in fit.dropped])
 
 
-def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | None):
-    """The IsoflopFit behind :func:`exponent`, or why there is none (a string)."""
+def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | None, points=None, noise=None):
+    """The IsoflopFit behind :func:`exponent` (of ``points`` if given: a subset of the sweep's; with
+    ``noise`` for its bootstrap if given), or why there is none (a string)."""
     from scalinglab.isoflop import budget_optima, fit_exponent
 
-    points = isoflop_points(db_path)
+    points = isoflop_points(db_path) if points is None else points
     sizes = points.groupby("flops")["n"].nunique()
     usable = sizes[sizes >= 4]
     if len(usable) < 3:
         return f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)"
+    # replicates (runs that differ only in their seed) are averaged, and their spread is the bootstrap's noise
     optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
-                           n_boot=n_boot, window=window)
+                           n_boot=n_boot, window=window, replicates="mean", noise=noise)
     return fit_exponent(optima)
+
+
+def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | None = None) -> list[dict]:
+    """a from each seed's runs alone, one entry per replicate: {replicate, a, n_budgets} (a None, with a
+    reason, where that seed has no fit). The estimator of :func:`exponent`, its bootstrap's noise the
+    model measured on all the seeds: the spread of these is how far the choice of one seed moves a
+    one-seed sweep's exponent."""
+    from scalinglab.isoflop import seed_noise
+
+    points = isoflop_points(db_path)
+    measured = seed_noise(points, "n", "flops", "loss")
+    noise = measured.at if measured.dof else None
+    out = []
+    for rep, pts in points.groupby("replicate"):
+        fit = _isoflop_fit(db_path, method, ISOFLOP_BOOT, window, points=pts, noise=noise)
+        if isinstance(fit, str) or fit.status != "ok":
+            out.append(dict(replicate=int(rep), a=None, reason=fit if isinstance(fit, str) else fit.status))
+        else:
+            out.append(dict(replicate=int(rep), a=round(fit.exponent, 4), n_budgets=fit.n_budgets))
+    return out
+
+
+def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | None = None,
+                   n_boot: int = SEED_BOOT, seed: int = 0, level: float = 0.95) -> dict:
+    """a from the seed-averaged isoFLOP points, with an interval from resampling each run's seeds.
+
+    The unit is a run of the one-seed grid with its replicates (a Kaplan-preset run gives a point at
+    every budget it passes, so the unit carries its points at all of them, and the correlation between
+    budgets that the WLS interval ignores). Each resample draws, for every run, k of its k replicates
+    with replacement and re-averages; with k of 2 or 3, plain resampling would understate the spread by
+    (k−1)/k, so each replicate's deviation from its run's mean is first scaled by √(k/(k−1)). Then the
+    isoFLOP optima (no inner bootstrap) and the fit of N* ∝ C^a (``isoflop.resampled_exponents``, on the
+    budgets :func:`exponent` uses). The interval is the percentiles of a; resamples left with fewer than
+    two budgets are counted in ``n_boot_failed``. Needs every run to have 2 or more seeds.
+
+    {a, ci, n_boot, n_boot_failed, runs, seeds, method, window, boot (the resampled a's)} or
+    {a: None, ci: None, reason}."""
+    import numpy as np
+
+    from scalinglab.isoflop import resampled_exponents
+
+    points = isoflop_points(db_path)
+    points["run"] = points["run_id"].str.replace(r"-s\d+$", "", regex=True)
+    k = points.groupby("run")["replicate"].nunique()
+    if points.empty or k.min() < 2:
+        return dict(a=None, ci=None, reason=f"{int((k < 2).sum())} of {len(k)} runs have fewer than 2 seeds "
+                                            "(scalinglab sweep --seeds K)")
+    sizes = points.groupby("flops")["n"].nunique()
+    usable = sizes[sizes >= 4].index  # as _isoflop_fit
+    rng = np.random.default_rng(seed)
+    columns = {}  # (flops, n) -> the seed mean, then n_boot resampled means
+    for run, g in points[points["flops"].isin(usable)].groupby("run"):
+        wide = g.pivot_table(index="replicate", columns="flops", values="loss")
+        if wide.isna().any().any():
+            return dict(a=None, ci=None, reason=f"run {run}: its seeds passed different budgets")
+        loss = wide.to_numpy()
+        mean = loss.mean(axis=0)
+        resid = (loss - mean) * np.sqrt(len(loss) / (len(loss) - 1))
+        draws = rng.integers(0, len(loss), (n_boot, len(loss)))
+        boot = mean + resid[draws].mean(axis=1)           # (n_boot, budgets of this run)
+        for j, c in enumerate(wide.columns):
+            columns[c, float(g["n"].iloc[0])] = np.concatenate([[mean[j]], boot[:, j]])
+    budgets = []
+    for c in sorted({c for c, _ in columns}):
+        ns = sorted(n for cc, n in columns if cc == c)
+        budgets.append((c, np.array(ns), np.array([columns[c, n] for n in ns])))
+    a_all = resampled_exponents(budgets, method, window)
+    a, boot = a_all[0], a_all[1:]
+    if not np.isfinite(a):
+        return dict(a=None, ci=None, reason="no fit on the seed means")
+    ok = boot[np.isfinite(boot)]
+    ci = [round(float(q), 4) for q in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])] if len(ok) else None
+    return dict(a=round(float(a), 4), ci=ci, n_boot=n_boot, n_boot_failed=int(n_boot - len(ok)), runs=len(k),
+                seeds=int(k.max()), method=method, window=window, boot=ok)
+
+
+def replicate_noise(db_path: Path | str) -> dict:
+    """How many seeds the sweep's isoFLOP points have, and the noise its intervals assume.
+
+    {seeds: the most runs behind one (budget, size) point, points_with_replicates, seed_sd, dof,
+    noise_floor, noise_slope, parabola_sd, exponent_by_seed}. ``seed_sd`` is the pooled seed-to-seed
+    sd of one run's loss; the bootstrap uses the model ``isoflop.seed_noise`` fits,
+    √(noise_floor² + (noise_slope·Δ)²) with Δ the excess over the budget's lowest loss. Without
+    replicates these are None and the isoFLOP bootstrap falls back on ``parabola_sd``, the residual
+    sd of per-budget parabolas, which also holds their misfit. ``exponent_by_seed`` (with several
+    seeds): :func:`exponent_by_seed`. A Kaplan-style run gives points at
+    several budgets, so its points' deviations are correlated and ``dof`` overstates the information."""
+    from scalinglab.isoflop import _budgets, _pooled_parabola_sd, seed_noise
+
+    points = isoflop_points(db_path)
+    if points.empty:
+        return dict(seeds=0, points_with_replicates=0, seed_sd=None, dof=0, parabola_sd=None)
+    noise = seed_noise(points, "n", "flops", "loss")
+    k = points.groupby(["flops", "n"]).size()
+    try:
+        parabola = _pooled_parabola_sd(_budgets(points, "n", "flops", "loss", "mean"), "loss", "n")
+    except UserError:  # no budget with more than three sizes
+        parabola = None
+    modelled = noise.to_dict()
+    out = dict(seeds=int(k.max()), points_with_replicates=noise.cells, seed_sd=modelled["sd"], dof=noise.dof,
+               noise_floor=modelled["floor"], noise_slope=modelled["slope"], parabola_sd=parabola)
+    if points["replicate"].nunique() > 1:
+        out["exponent_by_seed"] = exponent_by_seed(db_path)
+    return out
 
 
 def report(db_path: Path | str) -> dict:
@@ -656,7 +777,10 @@ def report(db_path: Path | str) -> dict:
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
                 # only describes the curve near it): how much the estimator alone moves a
                 exponent_parabola=exponent(db_path, method="parabola", window=5),
-                exponent_envelope=envelope_exponent(db_path))
+                exponent_envelope=envelope_exponent(db_path), replicates=replicate_noise(db_path),
+                # with several seeds: the spline estimate's interval from resampling seeds, which needs no
+                # noise model and carries runs shared between budgets
+                exponent_seed_bootstrap={k: v for k, v in seed_bootstrap(db_path).items() if k != "boot"})
 
 
 def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
@@ -679,7 +803,7 @@ def _envelope_fit(db_path: Path | str, n_boot: int):
     """The EnvelopeFit behind :func:`envelope_exponent`, or why there is none (a string)."""
     from scalinglab.envelope import EnvelopeOptions, fit_envelope
 
-    curves = loss_curves(db_path)
+    curves = loss_curves(db_path, mean_over_seeds=True)  # the envelope of single seeds would pick lucky ones
     if curves["run_id"].nunique() < 2:
         return f"{curves['run_id'].nunique()} finished run(s) (needs 2)"
     return fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
@@ -707,15 +831,18 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     reason} when either sweep has no exponent by that estimator. The isoFLOP estimators' intervals are
     WLS t-intervals, so their standard errors combine (Welch–Satterthwaite,
     ``isoflop.exponent_difference``); Approach 1's are bootstrap percentiles, often skewed, so its
-    resamples are differenced pair by pair (``isoflop.bootstrap_difference``). Same settings as
-    :func:`report`, so the differences are of the exponents it prints.
+    resamples are differenced pair by pair (``isoflop.bootstrap_difference``), and so are those of
+    :func:`seed_bootstrap` (``seeds``: spline optima of the seed means, resampling seeds; it needs two
+    or more seeds per run in both sweeps). Same settings as :func:`report`, so the differences are of
+    the exponents it prints.
 
     The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
     that reads one run at several budgets (:func:`budget_sharing`; the kaplan preset) breaks that: its
     optima share runs and its residuals are correlated, so its SE, and the interval built from it, rests
     on an assumption that fails. The spline and parabola entries carry ``shared_runs`` ({sweep: runs read
     at several budgets}) and ``assumes_independent_budgets`` (True), and ``assumption_holds``. Approach 1
-    resamples whole runs, which carries the sharing, so its entry has ``assumption_holds`` True.
+    resamples whole runs, and the seed bootstrap a run's seeds with all their budgets, which carries the
+    sharing, so their entries have ``assumption_holds`` True.
     """
     from scalinglab.isoflop import bootstrap_difference, exponent_difference
 
@@ -736,6 +863,11 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
         fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
     out["envelope"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
+    seeds = [seed_bootstrap(db) for db in (db_a, db_b)]
+    why = "; ".join(f"{Path(db).stem}: {b['reason']}" for db, b in zip((db_a, db_b), seeds) if b["a"] is None)
+    out["seeds"] = dict(difference=None, reason=why) if why else bootstrap_difference(
+        seeds[0]["boot"], seeds[1]["boot"], seeds[0]["a"] - seeds[1]["a"], level=level).to_dict()
+    out["seeds"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
     return out
 
 
@@ -764,13 +896,14 @@ def _throughput(runs: list[tuple]) -> dict:
 # --- notebook entry point ------------------------------------------------------------------
 
 def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | None]:
-    """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps into
-    ``results_dir/sweeps/<preset>.db``; "full" returns the committed files under data/sweeps/."""
+    """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps, with
+    WORKBOOK_SMOKE_SEEDS seeds, into ``results_dir/sweeps/<preset>.db``; "full" returns the committed
+    files under data/sweeps/."""
     if profile == "smoke":
         out = {}
         for preset in PRESETS:
             db = Path(results_dir) / "sweeps" / f"{preset}.db"
-            run_sweep(preset, "smoke", db, progress=False)
+            run_sweep(preset, "smoke", db, progress=False, seeds=WORKBOOK_SMOKE_SEEDS)
             out[preset] = db
         return out
     if profile != "full":

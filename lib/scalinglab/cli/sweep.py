@@ -56,12 +56,31 @@ def _print_report(rep: dict, as_json: bool) -> None:
         if p.get("a") is not None and p.get("ci") and None not in p["ci"]:
             print(f"  with parabola optima (5 sizes around each minimum): {p['a']:.3f} "
                   f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]")
+    boot = rep.get("exponent_seed_bootstrap") or {}
+    if boot.get("a") is not None and boot.get("ci"):
+        failed = f"; {boot['n_boot_failed']} left fewer than 2 budgets" if boot.get("n_boot_failed") else ""
+        print(f"  spline optima of the seed means, resampling each run's {boot['seeds']} seeds: {boot['a']:.3f} "
+              f"[{boot['ci'][0]:.3f}, {boot['ci'][1]:.3f}] ({boot['n_boot']} resamples{failed})")
     env = rep.get("exponent_envelope") or {}
     if env.get("a") is not None and env.get("ci") and None not in env["ci"]:
         dropped = (f"; {env['n_boot_failed']} of {env['n_boot']} resamples left fewer than 2 sizes and were dropped"
                    if env.get("n_boot_failed") else "")
         print(f"  Approach 1, the envelope of the runs' curves: {env['a']:.3f} [{env['ci'][0]:.3f}, "
               f"{env['ci'][1]:.3f}] ({env['n_sizes']} sizes on it{dropped})")
+    noise = rep.get("replicates") or {}
+    if noise.get("seed_sd") is not None:
+        print(f"  seeds: up to {noise['seeds']} per point; seed-to-seed sd of one run's loss {noise['seed_sd']:.4f} "
+              f"pooled over {noise['points_with_replicates']} points ({noise['dof']} dof)")
+        if noise.get("noise_floor") is not None:
+            print(f"  the isoFLOP bootstrap's noise, fitted to them: sd = √({noise['noise_floor']:.4f}² + "
+                  f"({noise['noise_slope']:.3f}·Δ)²), Δ the loss above its budget's lowest; /√k for a mean of k seeds")
+        each = [e["a"] for e in noise.get("exponent_by_seed", [])]
+        if each:
+            print("  each seed's runs alone (spline optima): a = "
+                  + ", ".join("n/a" if a is None else f"{a:.3f}" for a in each))
+    elif noise.get("parabola_sd") is not None:
+        print(f"  one seed per point: the isoFLOP bootstrap's noise is the parabola residual sd "
+              f"{noise['parabola_sd']:.4f}, misfit included (--seeds K measures it)")
     shared = rep.get("budget_sharing") or {}
     if shared.get("shared_runs"):
         # The isoFLOP intervals are WLS intervals across budgets; with runs shared between budgets the
@@ -69,7 +88,8 @@ def _print_report(rep: dict, as_json: bool) -> None:
         # ignore. Approach 1 resamples whole runs, so it carries the sharing.
         print(f"  note: {shared['shared_runs']} of {shared['runs']} runs give a point at more than one budget, so the "
               "budget optima are correlated: the spline and parabola intervals assume independent budgets and are "
-              "likely too narrow; Approach 1's bootstrap resamples whole runs")
+              "likely too narrow; Approach 1's bootstrap resamples whole runs, and the seed bootstrap (with --seeds) "
+              "a run's seeds at all its budgets")
 
 
 def _sweep(args) -> int:
