@@ -11,7 +11,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # The headline keys each notebook's summary.json must hold (from the issues).
 REQUIRED_KEYS = {
     "01_chinchilla_fit": ["fits", "bootstrap", "hoffmann_test", "mean_trap", "corrected", "approach2", "approach1"],
-    "02_kaplan_vs_hoffmann": ["pearce_song", "chinchilla_sets", "porian_exponents", "porian_published", "kaplan_counting_real",
+    "02_kaplan_vs_hoffmann": ["pearce_song", "sweeps", "chinchilla_sets", "porian_exponents", "porian_published", "kaplan_counting_real",
                               "warmup_gadre_grid", "sweeps_difference"],
     "03_inverse_scaling": ["neqa_gpt3_accuracy", "neqa_gpt3_mean_loss", "neqa_gpt3_trend", "neqa_gpt3_own_scale",
                            "truthfulqa_family_trends", "obsscaling_pooled_dispersion",
@@ -47,6 +47,12 @@ def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
     for key in REQUIRED_KEYS.get(path.stem, []):
         assert key in summary, f"{path.stem}/summary.json lacks {key!r}"
     assert list((results / path.stem).glob("*.png")), f"{path.stem} saved no figure"
+    if path.stem == "02_kaplan_vs_hoffmann":  # the smoke sweeps train seeds, so CI runs the replicate analysis
+        from scalinglab.sweep import WORKBOOK_SMOKE_SEEDS
+
+        for preset, s in summary["sweeps"].items():
+            assert s["replicates"]["seeds"] == WORKBOOK_SMOKE_SEEDS, preset
+            assert s["replicates"]["seed_sd"] > 0 and s["exponent_seed_bootstrap"], preset
 
 
 def test_notebooks_get_only_the_parameters_they_declare(tmp_path):

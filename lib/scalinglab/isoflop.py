@@ -131,18 +131,25 @@ def seed_noise(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_co
 
     This is the noise Porian et al.'s bootstrap models (they had no replicates and assumed a schedule);
     measured, it replaces the parabola residual, which also carries the parabola's misfit."""
-    _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
-    data = df[[n_col, c_col, loss_col]].astype(float)
-    cells = data.groupby([c_col, n_col])[loss_col].agg(["mean", "var", "size"]).reset_index()
-    cells["excess"] = cells["mean"] - cells.groupby(c_col)["mean"].transform("min")
-    rep = cells[cells["size"] > 1]
-    nu, s2, excess = (rep["size"] - 1).to_numpy(float), rep["var"].to_numpy(float), rep["excess"].to_numpy(float)
+    cells = replicate_cells(df, n_col, c_col, loss_col)
+    rep = cells[cells["runs"] > 1]
+    nu, s2, excess = (rep["runs"] - 1).to_numpy(float), rep["sd"].to_numpy(float) ** 2, rep["excess"].to_numpy(float)
     dof = int(nu.sum())
     sd = float(np.sqrt(np.sum(nu * s2) / dof)) if dof else float("nan")
     floor = slope = float("nan")
     if len(rep) >= MIN_NOISE_CELLS and sd > 0:
         floor, slope = _fit_noise_model(nu, s2, excess, sd)
     return SeedNoise(sd=sd, dof=dof, cells=len(rep), floor=floor, slope=slope)
+
+
+def replicate_cells(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss") -> pd.DataFrame:
+    """One row per (C, N): ``runs`` behind it, their ``mean`` loss and sample ``sd`` (NaN for one run), and
+    ``excess``, the mean's excess over the lowest mean of its budget. What :func:`seed_noise` fits."""
+    _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
+    data = df[[n_col, c_col, loss_col]].astype(float)
+    cells = data.groupby([c_col, n_col])[loss_col].agg(runs="size", mean="mean", sd="std").reset_index()
+    cells["excess"] = cells["mean"] - cells.groupby(c_col)["mean"].transform("min")
+    return cells
 
 
 def _fit_noise_model(nu: np.ndarray, s2: np.ndarray, excess: np.ndarray, sd: float) -> tuple[float, float]:
