@@ -57,7 +57,8 @@ def test_committed_sweeps_differences_are_of_the_reported_exponents():
         pytest.skip("no committed sweeps")
     diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
     reports = {p: sweep.report(folder / f"{p}.db") for p in sweep.PRESETS}
-    for key, field in (("spline", "exponent"), ("parabola", "exponent_parabola"), ("envelope", "exponent_envelope")):
+    for key, field in (("spline", "exponent"), ("parabola", "exponent_parabola"), ("envelope", "exponent_envelope"),
+                       ("seeds", "exponent_seed_bootstrap")):
         d = diffs[key]
         # report rounds a to 4 decimals
         want = reports["kaplan"][field]["a"] - reports["hoffmann"][field]["a"]
@@ -96,5 +97,5 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
     for key in ("spline", "parabola"):
         assert diffs[key]["assumes_independent_budgets"] and not diffs[key]["assumption_holds"]
         assert diffs[key]["shared_runs"] == {"kaplan": share["kaplan"]["shared_runs"], "hoffmann": 0}
-    assert diffs["envelope"]["assumption_holds"]
+    assert diffs["envelope"]["assumption_holds"] and diffs["seeds"]["assumption_holds"]
     assert sweep.report(folder / "kaplan.db")["budget_sharing"] == share["kaplan"]

@@ -423,7 +423,15 @@ def test_report_text_warns_when_budgets_share_runs(capsys):
     sweeps = Path(__file__).resolve().parents[1] / "data" / "sweeps"
     assert main(["sweep-report", "--db", str(sweeps / "kaplan.db")]) == 0
     kaplan = capsys.readouterr().out
-    assert "8 of 8 runs give a point at more than one budget" in kaplan
+    runs = sweep.budget_sharing(sweeps / "kaplan.db")["runs"]
+    assert f"{runs} of {runs} runs give a point at more than one budget" in kaplan
     assert "resamples left fewer than 2 sizes and were dropped" in kaplan
     assert main(["sweep-report", "--db", str(sweeps / "hoffmann.db")]) == 0
-    assert "more than one budget" not in capsys.readouterr().out
+    hoffmann = capsys.readouterr().out
+    assert "more than one budget" not in hoffmann
+    # committed with seeds: both reports give the measured noise and the seed bootstrap, not the fallback
+    for text, db in ((kaplan, "kaplan.db"), (hoffmann, "hoffmann.db")):
+        seeds = sweep.replicate_noise(sweeps / db)["seeds"]
+        assert seeds > 1 and f"seeds: up to {seeds} per point" in text
+        assert f"resampling each run's {seeds} seeds" in text and "each seed's runs alone" in text
+        assert "one seed per point" not in text
