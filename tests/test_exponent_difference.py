@@ -98,4 +98,8 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
         assert diffs[key]["assumes_independent_budgets"] and not diffs[key]["assumption_holds"]
         assert diffs[key]["shared_runs"] == {"kaplan": share["kaplan"]["shared_runs"], "hoffmann": 0}
     assert diffs["envelope"]["assumption_holds"] and diffs["seeds"]["assumption_holds"]
+    # seeds + scatter: the two GLS fits' difference, wider than seed noise alone
+    both, seeds_only = diffs["seeds_scatter"], diffs["seeds"]
+    assert both["assumption_holds"] and both["method"] == "welch_t"
+    assert both["ci"][1] - both["ci"][0] > seeds_only["ci"][1] - seeds_only["ci"][0]
     assert sweep.report(folder / "kaplan.db")["budget_sharing"] == share["kaplan"]

@@ -334,6 +334,16 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     boot = rep["exponent_seed_bootstrap"]
     assert boot["seeds"] == 3 and boot["runs"] == 45 and boot["n_boot_failed"] == 0
     assert abs(boot["a"] - a_true) < 0.03 and boot["ci"][0] <= boot["a"] <= boot["ci"][1]
+    # the trend's interval adds the budgets' scatter about the line to the seeds' covariance: never narrower
+    scatter = boot["scatter"]
+    assert scatter["n_budgets"] == 5 and scatter["df"] == 3 and scatter["ci"][0] <= scatter["a"] <= scatter["ci"][1]
+    assert scatter["ci"][1] - scatter["ci"][0] >= boot["ci"][1] - boot["ci"][0]
+    # seed 0 alone, as a one-seed sweep: a third of the runs, and no replicate analysis
+    one = sweep.select_replicates(db, [0], tmp_path / "one.db")
+    assert sweep.report(one)["finished"] == 45 and sweep.replicate_noise(one)["seed_sd"] is None
+    assert sweep.seed_bootstrap(one)["a"] is None
+    with pytest.raises(sweep.UserError, match="no such sweep database"):
+        sweep.select_replicates(tmp_path / "none.db", [0], tmp_path / "x.db")
     # the same data as two "sweeps": a difference of 0 by every estimator, seeds included
     diffs = sweep.exponent_differences(db, db)
     assert diffs["seeds"]["assumption_holds"] and diffs["seeds"]["difference"] == 0
@@ -434,4 +444,5 @@ def test_report_text_warns_when_budgets_share_runs(capsys):
         seeds = sweep.replicate_noise(sweeps / db)["seeds"]
         assert seeds > 1 and f"seeds: up to {seeds} per point" in text
         assert f"resampling each run's {seeds} seeds" in text and "each seed's runs alone" in text
+        assert "with the budgets' scatter about the line added" in text
         assert "one seed per point" not in text

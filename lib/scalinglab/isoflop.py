@@ -143,12 +143,16 @@ def seed_noise(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_co
 
 
 def replicate_cells(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss") -> pd.DataFrame:
-    """One row per (C, N): ``runs`` behind it, their ``mean`` loss and sample ``sd`` (NaN for one run), and
-    ``excess``, the mean's excess over the lowest mean of its budget. What :func:`seed_noise` fits."""
+    """One row per (C, N): ``runs`` behind it, their ``mean`` loss and sample ``sd`` (NaN for one run),
+    ``excess``, the mean's excess over the lowest mean of its budget, and ``side``: "smaller" or "larger"
+    than the size with that lowest mean, or "best". What :func:`seed_noise` fits."""
     _check_columns(df, {"N": n_col, "compute": c_col, "loss": loss_col})
     data = df[[n_col, c_col, loss_col]].astype(float)
     cells = data.groupby([c_col, n_col])[loss_col].agg(runs="size", mean="mean", sd="std").reset_index()
     cells["excess"] = cells["mean"] - cells.groupby(c_col)["mean"].transform("min")
+    best_n = cells.loc[cells.groupby(c_col)["mean"].idxmin(), [c_col, n_col]].set_index(c_col)[n_col]
+    rel = cells[n_col] - cells[c_col].map(best_n)
+    cells["side"] = np.where(rel < 0, "smaller", np.where(rel > 0, "larger", "best"))
     return cells
 
 
@@ -333,9 +337,29 @@ def resampled_exponents(budgets: list[tuple[float, np.ndarray, np.ndarray]], met
     optima dropped, least squares of log N* on log C; NaN where fewer than two budgets are left. The
     optima of all columns come from one vectorised minimisation per budget (and window position).
     """
+    opt = resampled_optima(budgets, method, window, grid_multiplier=grid_multiplier, min_points=min_points)
+    return exponents_of_optima([c for c, _, _ in budgets], opt)
+
+
+def exponents_of_optima(flops, log_n_opt: np.ndarray) -> np.ndarray:
+    """Least-squares slope of log N* on log C for each column of ``log_n_opt`` (budgets, B), skipping NaN
+    (edge) optima; NaN where fewer than two budgets are left."""
+    log_c = np.log(np.asarray(flops, float))
+    out = np.full(log_n_opt.shape[1], np.nan)
+    for b in range(log_n_opt.shape[1]):
+        ok = np.isfinite(log_n_opt[:, b])
+        if ok.sum() >= 2:
+            out[b] = np.polyfit(log_c[ok], log_n_opt[ok, b], 1)[0]
+    return out
+
+
+def resampled_optima(budgets: list[tuple[float, np.ndarray, np.ndarray]], method: str = "spline",
+                     window: int | None = None, *, grid_multiplier: int = GRID_MULTIPLIER,
+                     min_points: int = 3) -> np.ndarray:
+    """log N* of every budget (rows, in the order given) for every resampled column: (budgets, B),
+    NaN at an edge optimum. The first step of :func:`resampled_exponents`."""
     _check_method(method)
     n_res = budgets[0][2].shape[1] if budgets else 0
-    log_c = np.log([c for c, _, _ in budgets])
     opt = np.full((len(budgets), n_res), np.nan)
     for i, (_, n, loss) in enumerate(budgets):
         order = np.argsort(n)
@@ -353,12 +377,46 @@ def resampled_exponents(budgets: list[tuple[float, np.ndarray, np.ndarray]], met
             x, _, edge = _minimise(part, np.log(loss[start:start + size][:, cols]), method,
                                    _grid(part, grid_multiplier))
             opt[i, cols] = np.where(edge, np.nan, x)
-    out = np.full(n_res, np.nan)
-    for b in range(n_res):
-        ok = np.isfinite(opt[:, b])
-        if ok.sum() >= 2:
-            out[b] = np.polyfit(log_c[ok], opt[ok, b], 1)[0]
-    return out
+    return opt
+
+
+def fit_exponent_scatter(flops, log_n_opt, cov, level: float = 0.95) -> IsoflopFit:
+    """log N* = log coef + a · log C by generalised least squares with V = cov + τ²·I.
+
+    ``cov`` is the covariance of the budgets' log N* from their replicates (e.g. a seed bootstrap: it
+    carries the correlation of budgets that share runs); τ² is the budgets' scatter about the line
+    beyond it (lack of fit, the size grid's granularity), estimated by restricted maximum likelihood, as
+    in a random-effects meta-regression. The interval is a t interval on budgets − 2 df: with τ²
+    estimated from a handful of budgets, a normal quantile would be too narrow. ``tau`` is √τ².
+    """
+    from scipy import optimize, stats
+
+    x = np.log(np.asarray(flops, float))
+    y = np.asarray(log_n_opt, float)
+    cov = np.asarray(cov, float)
+    m = len(y)
+    if m < 3:
+        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, m, status="too_few_budgets", flops=tuple(flops))
+    X = np.column_stack([np.ones(m), x - x.mean()])  # centred: the slope's normal equations stay well conditioned
+
+    def gls(tau2):
+        vinv = np.linalg.inv(cov + tau2 * np.eye(m))
+        info = X.T @ vinv @ X
+        beta = np.linalg.solve(info, X.T @ vinv @ y)
+        r = y - X @ beta
+        reml = np.linalg.slogdet(cov + tau2 * np.eye(m))[1] + np.linalg.slogdet(info)[1] + r @ vinv @ r
+        return beta, np.linalg.inv(info), reml
+
+    scale = float(np.var(y)) + float(np.trace(cov)) / m  # τ² beyond the data's own spread is not credible
+    best = optimize.minimize_scalar(lambda t: gls(t)[2], bounds=(0.0, scale), method="bounded")
+    tau2 = best.x if gls(best.x)[2] < gls(0.0)[2] else 0.0  # the bound itself, when no scatter is needed
+    beta, vbeta, _ = gls(tau2)
+    se = float(np.sqrt(vbeta[1, 1]))
+    half = float(stats.t.ppf((1 + level) / 2, m - 2)) * se
+    a = float(beta[1])
+    return IsoflopFit(exponent=a, ci=(a - half, a + half), coef=float(np.exp(beta[0] - a * x.mean())), n_budgets=m,
+                      weighted=True, flops=tuple(float(c) for c in flops), se=se, df_resid=float(m - 2),
+                      tau=float(np.sqrt(tau2)))
 
 
 @dataclass(frozen=True)
@@ -376,6 +434,7 @@ class IsoflopFit:
     flops: tuple[float, ...] = field(default=(), repr=False)
     se: float = float("nan")         # standard error of the exponent (NaN with two budgets)
     df_resid: float = float("nan")   # residual degrees of freedom behind ``ci``: budgets − 2
+    tau: float = float("nan")        # fit_exponent_scatter: the budgets' scatter beyond their replicates' noise
 
     def predict(self, flops):
         """N*(C) for compute ``flops`` (scalar or array)."""

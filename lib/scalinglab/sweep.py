@@ -564,7 +564,8 @@ def summary_counts(con: sqlite3.Connection) -> dict:
 # --- analysis ------------------------------------------------------------------------------
 
 # A run's replicate (its seed's index; databases from before seeds were planned have none: 0)
-_REPLICATE = "COALESCE(json_extract(r.spec, '$.replicate'), 0) AS replicate"
+_REPLICATE_OF = "COALESCE(json_extract(r.spec, '$.replicate'), 0)"
+_REPLICATE = f"{_REPLICATE_OF} AS replicate"
 
 
 def isoflop_points(db_path: Path | str):
@@ -654,16 +655,20 @@ def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | No
     return fit_exponent(optima)
 
 
-def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | None = None) -> list[dict]:
+def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | None = None,
+                     noise: str = "measured") -> list[dict]:
     """a from each seed's runs alone, one entry per replicate: {replicate, a, n_budgets} (a None, with a
     reason, where that seed has no fit). The estimator of :func:`exponent`, its bootstrap's noise the
-    model measured on all the seeds: the spread of these is how far the choice of one seed moves a
-    one-seed sweep's exponent."""
+    model measured on all the seeds (``noise="measured"``): the spread of these is how far the choice of
+    one seed moves a one-seed sweep's exponent. ``noise="fallback"`` analyses each seed as a one-seed
+    sweep would be, with the parabola residual as the noise: what a sweep without replicates reports."""
     from scalinglab.isoflop import seed_noise
 
+    if noise not in ("measured", "fallback"):
+        raise UserError(f"noise must be measured or fallback, not {noise!r}")
     points = isoflop_points(db_path)
     measured = seed_noise(points, "n", "flops", "loss")
-    noise = measured.at if measured.dof else None
+    noise = measured.at if noise == "measured" and measured.dof else None
     out = []
     for rep, pts in points.groupby("replicate"):
         fit = _isoflop_fit(db_path, method, ISOFLOP_BOOT, window, points=pts, noise=noise)
@@ -676,29 +681,48 @@ def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | 
 
 def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | None = None,
                    n_boot: int = SEED_BOOT, seed: int = 0, level: float = 0.95) -> dict:
-    """a from the seed-averaged isoFLOP points, with an interval from resampling each run's seeds.
+    """a from the seed-averaged isoFLOP points, with two intervals built on resampling each run's seeds.
 
     The unit is a run of the one-seed grid with its replicates (a Kaplan-preset run gives a point at
     every budget it passes, so the unit carries its points at all of them, and the correlation between
     budgets that the WLS interval ignores). Each resample draws, for every run, k of its k replicates
     with replacement and re-averages; with k of 2 or 3, plain resampling would understate the spread by
     (k−1)/k, so each replicate's deviation from its run's mean is first scaled by √(k/(k−1)). Then the
-    isoFLOP optima (no inner bootstrap) and the fit of N* ∝ C^a (``isoflop.resampled_exponents``, on the
-    budgets :func:`exponent` uses). The interval is the percentiles of a; resamples left with fewer than
-    two budgets are counted in ``n_boot_failed``. Needs every run to have 2 or more seeds.
+    isoFLOP optima (no inner bootstrap) and the least-squares fit of N* ∝ C^a
+    (``isoflop.resampled_exponents``, on the budgets :func:`exponent` uses). ``a`` is that fit to the seed
+    means: plain least squares on the optima, not :func:`exponent`'s WLS on bootstrap medians.
 
-    {a, ci, n_boot, n_boot_failed, runs, seeds, method, window, boot (the resampled a's)} or
+    - ``ci``: percentiles of the resampled a. Seed noise only: the grid, the estimator and the power
+      law are held fixed, the budgets' scatter about the line does not enter, and the seeds' spread is
+      taken as known (from 2 or 3 per run), so it is the narrowest honest interval, not the widest.
+    - ``scatter``: generalised least squares on the same optima with the seeds' covariance of the
+      budgets' log N* (shared runs included) plus τ², the budgets' scatter beyond it
+      (``isoflop.fit_exponent_scatter``): {a, ci, se, df, tau, n_budgets, n_boot_complete,
+      budget_seed_sd (each budget's seed sd of log N*, to set τ against)}. This is the interval for
+      the trend: shared runs and lack of fit both enter.
+
+    Resamples left with fewer than two budgets are counted in ``n_boot_failed``. It assumes the runs'
+    seeds are independent; replicate i of every run draws its batches from the same stream (seed i),
+    so a seed's luck with the data order is shared across its runs. Needs every run to have 2+ seeds.
+
+    {a, ci, n_boot, n_boot_failed, runs, seeds, method, window, scatter, boot (the resampled a's)} or
     {a: None, ci: None, reason}."""
+    out, _ = _seed_fits(db_path, method, window, n_boot, seed, level)
+    return out
+
+
+def _seed_fits(db_path, method, window, n_boot, seed, level):
+    """(:func:`seed_bootstrap`'s dict, the scatter IsoflopFit or None)."""
     import numpy as np
 
-    from scalinglab.isoflop import resampled_exponents
+    from scalinglab.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
 
     points = isoflop_points(db_path)
     points["run"] = points["run_id"].str.replace(r"-s\d+$", "", regex=True)
     k = points.groupby("run")["replicate"].nunique()
     if points.empty or k.min() < 2:
         return dict(a=None, ci=None, reason=f"{int((k < 2).sum())} of {len(k)} runs have fewer than 2 seeds "
-                                            "(scalinglab sweep --seeds K)")
+                                                 "(scalinglab sweep --seeds K)"), None
     sizes = points.groupby("flops")["n"].nunique()
     usable = sizes[sizes >= 4].index  # as _isoflop_fit
     rng = np.random.default_rng(seed)
@@ -706,7 +730,7 @@ def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | No
     for run, g in points[points["flops"].isin(usable)].groupby("run"):
         wide = g.pivot_table(index="replicate", columns="flops", values="loss")
         if wide.isna().any().any():
-            return dict(a=None, ci=None, reason=f"run {run}: its seeds passed different budgets")
+            return dict(a=None, ci=None, reason=f"run {run}: its seeds passed different budgets"), None
         loss = wide.to_numpy()
         mean = loss.mean(axis=0)
         resid = (loss - mean) * np.sqrt(len(loss) / (len(loss) - 1))
@@ -718,40 +742,87 @@ def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | No
     for c in sorted({c for c, _ in columns}):
         ns = sorted(n for cc, n in columns if cc == c)
         budgets.append((c, np.array(ns), np.array([columns[c, n] for n in ns])))
-    a_all = resampled_exponents(budgets, method, window)
+    flops = [c for c, _, _ in budgets]
+    opt = resampled_optima(budgets, method, window)
+    a_all = exponents_of_optima(flops, opt)
     a, boot = a_all[0], a_all[1:]
     if not np.isfinite(a):
-        return dict(a=None, ci=None, reason="no fit on the seed means")
+        return dict(a=None, ci=None, reason="no fit on the seed means"), None
     ok = boot[np.isfinite(boot)]
     ci = [round(float(q), 4) for q in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])] if len(ok) else None
+    # the trend's interval: the budgets with an interior optimum on the means, their seed covariance from
+    # the resamples in which all of them stay interior
+    used = np.isfinite(opt[:, 0])
+    rows = opt[used][:, 1:]
+    complete = rows[:, np.isfinite(rows).all(axis=0)]
+    scatter_fit, scatter = None, dict(a=None, ci=None, reason="fewer than 3 budgets with an interior optimum")
+    if used.sum() >= 3 and complete.shape[1] >= 20:
+        scatter_fit = fit_exponent_scatter(np.asarray(flops)[used], opt[used, 0], np.cov(complete))
+        scatter = dict(a=round(scatter_fit.exponent, 4), ci=[round(float(v), 4) for v in scatter_fit.ci],
+                       se=round(scatter_fit.se, 4), df=scatter_fit.df_resid, tau=round(scatter_fit.tau, 4),
+                       n_budgets=scatter_fit.n_budgets, n_boot_complete=int(complete.shape[1]),
+                       budget_seed_sd=[round(float(v), 4) for v in np.sqrt(np.diag(np.cov(complete)))])
     return dict(a=round(float(a), 4), ci=ci, n_boot=n_boot, n_boot_failed=int(n_boot - len(ok)), runs=len(k),
-                seeds=int(k.max()), method=method, window=window, boot=ok)
+                seeds=int(k.max()), method=method, window=window, scatter=scatter, boot=ok), scatter_fit
+
+
+def select_replicates(db_path: Path | str, replicates, out_path: Path | str) -> Path:
+    """A copy of a sweep database with only the runs of ``replicates`` (e.g. ``[0]``: the sweep as a one-seed
+    sweep would have been), so that every analysis can be rerun on a subset of the seeds. Overwrites
+    ``out_path``."""
+    db_path, out_path = Path(db_path), Path(out_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    keep = sorted({int(r) for r in replicates})
+    out_path.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(db_path), sqlite3.connect(out_path)
+    try:
+        src.backup(dst)
+        with dst:
+            dst.execute(f"CREATE TEMP TABLE drop_runs AS SELECT run_id FROM runs r WHERE {_REPLICATE_OF} "
+                        f"NOT IN ({','.join('?' * len(keep))})", keep)
+            dst.execute("DELETE FROM curves WHERE run_id IN (SELECT run_id FROM drop_runs)")
+            dst.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM drop_runs)")
+            dst.execute("INSERT OR REPLACE INTO sweep VALUES ('seeds', ?)", (json.dumps(len(keep)),))
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    finally:
+        src.close()
+        dst.close()
+    return out_path
 
 
 def replicate_noise(db_path: Path | str) -> dict:
     """How many seeds the sweep's isoFLOP points have, and the noise its intervals assume.
 
     {seeds: the most runs behind one (budget, size) point, points_with_replicates, seed_sd, dof,
-    noise_floor, noise_slope, parabola_sd, exponent_by_seed}. ``seed_sd`` is the pooled seed-to-seed
-    sd of one run's loss; the bootstrap uses the model ``isoflop.seed_noise`` fits,
-    √(noise_floor² + (noise_slope·Δ)²) with Δ the excess over the budget's lowest loss. Without
-    replicates these are None and the isoFLOP bootstrap falls back on ``parabola_sd``, the residual
-    sd of per-budget parabolas, which also holds their misfit. ``exponent_by_seed`` (with several
-    seeds): :func:`exponent_by_seed`. A Kaplan-style run gives points at
+    runs_per_seed, median_point_sd, noise_floor, noise_slope, parabola_sd, exponent_by_seed}.
+    ``seed_sd`` is the pooled seed-to-seed sd of one run's loss (a few far-off points can dominate it:
+    ``median_point_sd`` is the typical point's); the bootstrap uses the model ``isoflop.seed_noise``
+    fits, √(noise_floor² + (noise_slope·Δ)²) with Δ the excess over the budget's lowest loss. Without
+    replicates these are None and the isoFLOP bootstrap falls back on ``parabola_sd``, the residual sd
+    of per-budget parabolas (of seed 0's points: what a one-seed sweep uses), which also holds their
+    misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run gives points at
     several budgets, so its points' deviations are correlated and ``dof`` overstates the information."""
     from scalinglab.isoflop import _budgets, _pooled_parabola_sd, seed_noise
+
+    from scalinglab.isoflop import replicate_cells
 
     points = isoflop_points(db_path)
     if points.empty:
         return dict(seeds=0, points_with_replicates=0, seed_sd=None, dof=0, parabola_sd=None)
     noise = seed_noise(points, "n", "flops", "loss")
-    k = points.groupby(["flops", "n"]).size()
-    try:
-        parabola = _pooled_parabola_sd(_budgets(points, "n", "flops", "loss", "mean"), "loss", "n")
+    cells = replicate_cells(points, "n", "flops", "loss")
+    try:  # what a one-seed sweep's bootstrap would use: seed 0's parabola residual
+        first = points[points["replicate"] == points["replicate"].min()]
+        parabola = _pooled_parabola_sd(_budgets(first, "n", "flops", "loss", "mean"), "loss", "n")
     except UserError:  # no budget with more than three sizes
         parabola = None
     modelled = noise.to_dict()
-    out = dict(seeds=int(k.max()), points_with_replicates=noise.cells, seed_sd=modelled["sd"], dof=noise.dof,
+    replicated = cells[cells["runs"] > 1]
+    out = dict(seeds=int(cells["runs"].max()), points_with_replicates=noise.cells, seed_sd=modelled["sd"],
+               dof=noise.dof, runs_per_seed=int(points.loc[points["replicate"] == 0, "run_id"].nunique()),
+               median_point_sd=float(replicated["sd"].median()) if len(replicated) else None,
                noise_floor=modelled["floor"], noise_slope=modelled["slope"], parabola_sd=parabola)
     if points["replicate"].nunique() > 1:
         out["exponent_by_seed"] = exponent_by_seed(db_path)
@@ -833,7 +904,8 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     ``isoflop.exponent_difference``); Approach 1's are bootstrap percentiles, often skewed, so its
     resamples are differenced pair by pair (``isoflop.bootstrap_difference``), and so are those of
     :func:`seed_bootstrap` (``seeds``: spline optima of the seed means, resampling seeds; it needs two
-    or more seeds per run in both sweeps). Same settings as :func:`report`, so the differences are of
+    or more seeds per run in both sweeps); ``seeds_scatter`` combines its two GLS fits with the seeds'
+    covariance plus the budgets' scatter (Welch–Satterthwaite, as the WLS entries). Same settings as :func:`report`, so the differences are of
     the exponents it prints.
 
     The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
@@ -863,11 +935,17 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
         fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
     out["envelope"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
-    seeds = [seed_bootstrap(db) for db in (db_a, db_b)]
-    why = "; ".join(f"{Path(db).stem}: {b['reason']}" for db, b in zip((db_a, db_b), seeds) if b["a"] is None)
+    seeds = [_seed_fits(db, "spline", None, SEED_BOOT, 0, level) for db in (db_a, db_b)]
+    why = "; ".join(f"{Path(db).stem}: {b['reason']}" for db, (b, _) in zip((db_a, db_b), seeds) if b["a"] is None)
+    (first, fit_a), (second, fit_b) = seeds
     out["seeds"] = dict(difference=None, reason=why) if why else bootstrap_difference(
-        seeds[0]["boot"], seeds[1]["boot"], seeds[0]["a"] - seeds[1]["a"], level=level).to_dict()
+        first["boot"], second["boot"], first["a"] - second["a"], level=level).to_dict()
     out["seeds"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
+    why = why or "; ".join(f"{Path(db).stem}: {b['scatter']['reason']}" for db, (b, f) in zip((db_a, db_b), seeds)
+                           if f is None)
+    out["seeds_scatter"] = (dict(difference=None, reason=why) if why
+                            else exponent_difference(fit_a, fit_b, level=level).to_dict())
+    out["seeds_scatter"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
     return out
 
 

@@ -60,7 +60,11 @@ def _print_report(rep: dict, as_json: bool) -> None:
     if boot.get("a") is not None and boot.get("ci"):
         failed = f"; {boot['n_boot_failed']} left fewer than 2 budgets" if boot.get("n_boot_failed") else ""
         print(f"  spline optima of the seed means, resampling each run's {boot['seeds']} seeds: {boot['a']:.3f} "
-              f"[{boot['ci'][0]:.3f}, {boot['ci'][1]:.3f}] ({boot['n_boot']} resamples{failed})")
+              f"[{boot['ci'][0]:.3f}, {boot['ci'][1]:.3f}] ({boot['n_boot']} resamples{failed}; seed noise only)")
+        sc = boot.get("scatter") or {}
+        if sc.get("a") is not None:
+            print(f"  the same optima, with the budgets' scatter about the line added (GLS, seed covariance + "
+                  f"τ = {sc['tau']:.3f}): {sc['a']:.3f} [{sc['ci'][0]:.3f}, {sc['ci'][1]:.3f}] (t, {sc['df']:.0f} df)")
     env = rep.get("exponent_envelope") or {}
     if env.get("a") is not None and env.get("ci") and None not in env["ci"]:
         dropped = (f"; {env['n_boot_failed']} of {env['n_boot']} resamples left fewer than 2 sizes and were dropped"
@@ -70,7 +74,8 @@ def _print_report(rep: dict, as_json: bool) -> None:
     noise = rep.get("replicates") or {}
     if noise.get("seed_sd") is not None:
         print(f"  seeds: up to {noise['seeds']} per point; seed-to-seed sd of one run's loss {noise['seed_sd']:.4f} "
-              f"pooled over {noise['points_with_replicates']} points ({noise['dof']} dof)")
+              f"pooled over {noise['points_with_replicates']} points from {noise['runs_per_seed']} runs per seed "
+              f"(median point {noise['median_point_sd']:.4f})")
         if noise.get("noise_floor") is not None:
             print(f"  the isoFLOP bootstrap's noise, fitted to them: sd = √({noise['noise_floor']:.4f}² + "
                   f"({noise['noise_slope']:.3f}·Δ)²), Δ the loss above its budget's lowest; /√k for a mean of k seeds")
