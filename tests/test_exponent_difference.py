@@ -98,8 +98,13 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
         assert diffs[key]["assumes_independent_budgets"] and not diffs[key]["assumption_holds"]
         assert diffs[key]["shared_runs"] == {"kaplan": share["kaplan"]["shared_runs"], "hoffmann": 0}
     assert diffs["envelope"]["assumption_holds"] and diffs["seeds"]["assumption_holds"]
-    # seeds + scatter: the two GLS fits' difference, wider than seed noise alone
+    # seeds + scatter: the two GLS fits' difference, wider than seed noise alone; its scatter term is
+    # independent across budgets, so the Kaplan sweep's shared runs break it like the WLS entries
     both, seeds_only = diffs["seeds_scatter"], diffs["seeds"]
-    assert both["assumption_holds"] and both["method"] == "welch_t"
+    assert not both["assumption_holds"] and both["method"] == "welch_t"
     assert both["ci"][1] - both["ci"][0] > seeds_only["ci"][1] - seeds_only["ci"][0]
+    for key in ("spline", "parabola", "seeds_scatter"):  # the smaller fit's df: a wider interval, same centre
+        d = diffs[key]
+        assert d["ci_min_df"][0] < d["ci"][0] and d["ci_min_df"][1] > d["ci"][1]
+        assert np.mean(d["ci_min_df"]) == pytest.approx(d["difference"])
     assert sweep.report(folder / "kaplan.db")["budget_sharing"] == share["kaplan"]

@@ -282,12 +282,44 @@ def test_scatter_fit_covers_the_slope_when_budgets_scatter_beyond_their_noise():
     assert 0.05 < np.median(taus) < 0.15
 
 
+def test_scatter_fit_is_reml_in_closed_form_for_independent_equal_noise():
+    """With cov = σ²·I, REML's τ² is max(RSS/(m−2) − σ², 0) for the plain line's RSS, the slope is the
+    plain least-squares slope, and its SE is √((σ² + τ²)/Sxx): the fit must reproduce all three. A
+    likelihood without REML's log|X'V⁻¹X| term would put τ² at RSS/m − σ² instead."""
+    rng = np.random.default_rng(7)
+    flops = np.geomspace(1e10, 1e12, 6)
+    x = np.log(flops)
+    sxx = np.sum((x - x.mean()) ** 2)
+    for scatter in (0.2, 0.05):
+        y = 0.3 * x + scatter * rng.standard_normal(6)
+        slope, icept = np.polyfit(x, y, 1)
+        rss = np.sum((y - slope * x - icept) ** 2)
+        sigma2 = 0.01**2
+        fit = isoflop.fit_exponent_scatter(flops, y, sigma2 * np.eye(6))
+        tau2 = max(rss / 4 - sigma2, 0.0)
+        assert fit.tau**2 == pytest.approx(tau2, rel=1e-4, abs=1e-9)
+        assert fit.exponent == pytest.approx(slope, rel=1e-9)
+        assert fit.se == pytest.approx(np.sqrt((sigma2 + tau2) / sxx), rel=1e-4)
+    # a weak trend with large scatter: the REML optimum must not be cut short by the search's bound
+    flat = isoflop.fit_exponent_scatter(flops, 0.3 * rng.standard_normal(6), 0.01**2 * np.eye(6))
+    assert flat.tau > 0.1
+
+
 def test_scatter_fit_needs_no_scatter_when_there_is_none():
     rng = np.random.default_rng(6)
     flops = np.geomspace(1e10, 1e12, 5)
     cov = np.diag(np.full(5, 0.05**2))
     taus = [isoflop.fit_exponent_scatter(flops, 0.4 * np.log(flops) + 0.05 * rng.standard_normal(5), cov).tau
             for _ in range(100)]
-    # REML puts τ at exactly 0 whenever the residuals are no bigger than the noise explains
+    # REML puts τ at exactly 0 whenever RSS/(m−2) ≤ σ², i.e. with probability P(χ²₃ < 3) ≈ 0.61;
+    # 0.4 is about 4 binomial sds (0.049 for 100 draws) below that
     assert np.mean(np.array(taus) == 0) > 0.4 and np.median(taus) < 0.03
     assert isoflop.fit_exponent_scatter(flops[:2], [1.0, 2.0], np.eye(2)).status == "too_few_budgets"
+
+
+def test_replicate_cells_say_which_side_of_the_budgets_best_size_a_point_is():
+    cells = isoflop.replicate_cells(seeded(chinchilla_curves(), seeds=2, sd=0.001, rng=np.random.default_rng(8)))
+    for _, g in cells.groupby("flops"):
+        best = g.loc[g["mean"].idxmin(), "n"]
+        assert (g.loc[g.n < best, "side"] == "smaller").all() and (g.loc[g.n > best, "side"] == "larger").all()
+        assert (g["side"] == "best").sum() == 1 and g.loc[g.side == "best", "excess"].item() == 0

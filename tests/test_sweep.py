@@ -8,6 +8,7 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from scalinglab import sweep
@@ -334,20 +335,30 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     boot = rep["exponent_seed_bootstrap"]
     assert boot["seeds"] == 3 and boot["runs"] == 45 and boot["n_boot_failed"] == 0
     assert abs(boot["a"] - a_true) < 0.03 and boot["ci"][0] <= boot["a"] <= boot["ci"][1]
-    # the trend's interval adds the budgets' scatter about the line to the seeds' covariance: never narrower
+    # GLS with the seeds' covariance plus the budgets' scatter: on a noiseless law the optima sit on the
+    # line up to the spline's grid (0.03 in a, as above), so τ is small next to the 1.68x size spacing
     scatter = boot["scatter"]
-    assert scatter["n_budgets"] == 5 and scatter["df"] == 3 and scatter["ci"][0] <= scatter["a"] <= scatter["ci"][1]
+    assert scatter["n_budgets"] == 5 and scatter["df"] == 3 and len(scatter["budget_seed_sd"]) == 5
+    assert abs(scatter["a"] - a_true) < 0.03 and 0 <= scatter["tau"] < 0.1 * np.log(1.68)
+    # here wider than the seed-noise-only interval (t on 3 df and τ² > 0); not guaranteed in general
     assert scatter["ci"][1] - scatter["ci"][0] >= boot["ci"][1] - boot["ci"][0]
-    # seed 0 alone, as a one-seed sweep: a third of the runs, and no replicate analysis
+    # seed 0 alone, as a one-seed sweep: exactly replicate 0's points, and no replicate analysis
     one = sweep.select_replicates(db, [0], tmp_path / "one.db")
+    points = sweep.isoflop_points(db)
+    pd.testing.assert_frame_equal(sweep.isoflop_points(one), points[points["replicate"] == 0].reset_index(drop=True))
     assert sweep.report(one)["finished"] == 45 and sweep.replicate_noise(one)["seed_sd"] is None
     assert sweep.seed_bootstrap(one)["a"] is None
+    # ... which is what exponent_by_seed(noise="fallback") analyses for seed 0
+    assert sweep.exponent_by_seed(db, noise="fallback")[0]["a"] == sweep.exponent(one)["a"]
+    with pytest.raises(sweep.UserError, match="noise must be measured or fallback"):
+        sweep.exponent_by_seed(db, noise="pooled")
     with pytest.raises(sweep.UserError, match="no such sweep database"):
         sweep.select_replicates(tmp_path / "none.db", [0], tmp_path / "x.db")
     # the same data as two "sweeps": a difference of 0 by every estimator, seeds included
     diffs = sweep.exponent_differences(db, db)
     assert diffs["seeds"]["assumption_holds"] and diffs["seeds"]["difference"] == 0
     assert diffs["seeds"]["ci"][0] < 0 < diffs["seeds"]["ci"][1]
+    assert diffs["seeds_scatter"]["difference"] == 0 and diffs["seeds_scatter"]["ci"][0] < 0
 
 
 def test_report_needs_budgets_and_a_real_database(tmp_path, capsys):

@@ -407,8 +407,12 @@ def fit_exponent_scatter(flops, log_n_opt, cov, level: float = 0.95) -> IsoflopF
         reml = np.linalg.slogdet(cov + tau2 * np.eye(m))[1] + np.linalg.slogdet(info)[1] + r @ vinv @ r
         return beta, np.linalg.inv(info), reml
 
-    scale = float(np.var(y)) + float(np.trace(cov)) / m  # τ² beyond the data's own spread is not credible
-    best = optimize.minimize_scalar(lambda t: gls(t)[2], bounds=(0.0, scale), method="bounded")
+    # The search's upper end: ten times the residual variance of a plain line plus the noise (the REML
+    # optimum is near rss/(m−2) − noise), so that a weak trend with large scatter never hits the bound.
+    rss = float(np.sum((y - X @ np.linalg.lstsq(X, y, rcond=None)[0]) ** 2))
+    scale = 10 * (rss / (m - 2) + float(np.trace(cov)) / m) + 1e-12
+    best = optimize.minimize_scalar(lambda t: gls(t)[2], bounds=(0.0, scale), method="bounded",
+                                    options=dict(xatol=1e-10 * scale))
     tau2 = best.x if gls(best.x)[2] < gls(0.0)[2] else 0.0  # the bound itself, when no scatter is needed
     beta, vbeta, _ = gls(tau2)
     se = float(np.sqrt(vbeta[1, 1]))
@@ -489,10 +493,16 @@ class ExponentDifference:
     method: str                      # welch_t (two WLS fits) or bootstrap (independent resamples)
     df: float = float("nan")         # Welch–Satterthwaite degrees of freedom (welch_t)
     level: float = 0.95
+    # welch_t: the interval with the smaller fit's df instead of Welch's (a conservative check: Welch's df
+    # can reach the sum of the two, and it treats each fit's variance as known to that many df)
+    ci_min_df: tuple[float, float] = (float("nan"), float("nan"))
 
     def to_dict(self) -> dict:
-        return dict(difference=float(self.difference), ci=[float(v) for v in self.ci], method=self.method,
-                    df=None if not np.isfinite(self.df) else self.df, level=self.level)
+        out = dict(difference=float(self.difference), ci=[float(v) for v in self.ci], method=self.method,
+                   df=None if not np.isfinite(self.df) else self.df, level=self.level)
+        if self.method == "welch_t" and np.isfinite(self.ci_min_df[0]):
+            out["ci_min_df"] = [float(v) for v in self.ci_min_df]
+        return out
 
 
 def exponent_difference(first: IsoflopFit, second: IsoflopFit, level: float = 0.95) -> ExponentDifference:
@@ -510,7 +520,9 @@ def exponent_difference(first: IsoflopFit, second: IsoflopFit, level: float = 0.
         return ExponentDifference(diff, (np.nan, np.nan), "welch_t", np.nan, level)
     df = (v1 + v2) ** 2 / (v1**2 / first.df_resid + v2**2 / second.df_resid)
     half = float(stats.t.ppf((1 + level) / 2, df)) * np.sqrt(v1 + v2)
-    return ExponentDifference(diff, (diff - half, diff + half), "welch_t", float(df), level)
+    wide = float(stats.t.ppf((1 + level) / 2, min(first.df_resid, second.df_resid))) * np.sqrt(v1 + v2)
+    return ExponentDifference(diff, (diff - half, diff + half), "welch_t", float(df), level,
+                              ci_min_df=(diff - wide, diff + wide))
 
 
 def bootstrap_difference(first: np.ndarray, second: np.ndarray, estimate: float,

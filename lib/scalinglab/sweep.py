@@ -696,10 +696,11 @@ def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | No
       law are held fixed, the budgets' scatter about the line does not enter, and the seeds' spread is
       taken as known (from 2 or 3 per run), so it is the narrowest honest interval, not the widest.
     - ``scatter``: generalised least squares on the same optima with the seeds' covariance of the
-      budgets' log N* (shared runs included) plus τ², the budgets' scatter beyond it
+      budgets' log N* (the seed noise of shared runs included) plus τ²·I, the budgets' scatter beyond it
       (``isoflop.fit_exponent_scatter``): {a, ci, se, df, tau, n_budgets, n_boot_complete,
-      budget_seed_sd (each budget's seed sd of log N*, to set τ against)}. This is the interval for
-      the trend: shared runs and lack of fit both enter.
+      budget_seed_sd (each budget's seed sd of log N*, to set τ against)}. Lack of fit enters, as
+      independent across budgets; in a sweep whose budgets share runs (Kaplan preset) a shape's
+      systematic deviation moves several budgets' optima together, which τ²·I does not carry.
 
     Resamples left with fewer than two budgets are counted in ``n_boot_failed``. It assumes the runs'
     seeds are independent; replicate i of every run draws its batches from the same stream (seed i),
@@ -756,7 +757,10 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
     rows = opt[used][:, 1:]
     complete = rows[:, np.isfinite(rows).all(axis=0)]
     scatter_fit, scatter = None, dict(a=None, ci=None, reason="fewer than 3 budgets with an interior optimum")
-    if used.sum() >= 3 and complete.shape[1] >= 20:
+    if used.sum() >= 3 and complete.shape[1] < 20:
+        scatter = dict(a=None, ci=None, reason=f"only {complete.shape[1]} resamples keep every budget's optimum "
+                                               "interior (needs 20 for their covariance)")
+    elif used.sum() >= 3:
         scatter_fit = fit_exponent_scatter(np.asarray(flops)[used], opt[used, 0], np.cov(complete))
         scatter = dict(a=round(scatter_fit.exponent, 4), ci=[round(float(v), 4) for v in scatter_fit.ci],
                        se=round(scatter_fit.se, 4), df=scatter_fit.df_resid, tau=round(scatter_fit.tau, 4),
@@ -905,7 +909,9 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     resamples are differenced pair by pair (``isoflop.bootstrap_difference``), and so are those of
     :func:`seed_bootstrap` (``seeds``: spline optima of the seed means, resampling seeds; it needs two
     or more seeds per run in both sweeps); ``seeds_scatter`` combines its two GLS fits with the seeds'
-    covariance plus the budgets' scatter (Welch–Satterthwaite, as the WLS entries). Same settings as :func:`report`, so the differences are of
+    covariance plus the budgets' scatter (Welch–Satterthwaite, as the WLS entries; its scatter term
+    assumes independent budgets, so it is marked like them). The Welch entries also carry
+    ``ci_min_df``, the interval on the smaller fit's residual df, a conservative check. Same settings as :func:`report`, so the differences are of
     the exponents it prints.
 
     The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
@@ -945,7 +951,9 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
                            if f is None)
     out["seeds_scatter"] = (dict(difference=None, reason=why) if why
                             else exponent_difference(fit_a, fit_b, level=level).to_dict())
-    out["seeds_scatter"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
+    # its seed covariance carries shared runs, but its scatter term is independent across budgets
+    out["seeds_scatter"].update(shared_runs=shared, assumes_independent_budgets=True,
+                                assumption_holds=not any(shared.values()))
     return out
 
 
