@@ -699,20 +699,21 @@ def natural_floor_shares(result: FitResult) -> dict[str, float]:
     bs = result.bootstrap
     if bs is None or not len(bs.samples):
         return {}
-    opts = result.options
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    theta = _to_theta(bs.samples)
-    # The tolerance of the bound flags; a floor a caller raised above the natural one is not natural.
-    on = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
-    fixed = dict(opts.fixed)
+    on = _on_natural_floor(_to_theta(bs.samples), result.options)
+    fixed = dict(result.options.fixed)
     return {name: 0.0 if name in fixed else float(on[:, i].mean()) for i, name in enumerate(PARAMS)}
+
+
+def _on_natural_floor(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: coordinates on their lower bound (the bound flags' tolerance) where that bound is
+    the natural floor; a floor a caller raised above the natural one is not natural."""
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    return (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
 
 
 def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: coordinates on a bound that is not the parameter's natural floor."""
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    on_natural_floor = (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
-    return _bound_flags(theta, opts) & ~on_natural_floor
+    return _bound_flags(theta, opts) & ~_on_natural_floor(theta, opts)
 
 
 def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
@@ -782,7 +783,8 @@ def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[st
     return tuple(p for p in PARAMS if p in out)
 
 
-def _progress(iterable, desc: str, on: bool):
+def progress_bar(iterable, desc: str, on: bool):
+    """``iterable`` with a tqdm bar when ``on`` (tqdm is imported only then)."""
     if not on:
         return iterable
     from tqdm.auto import tqdm
@@ -836,7 +838,7 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
     # Chunks keep the (K, n, 5) Jacobian small.
-    for start in _progress(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
+    for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
         W = counts[start:start + chunk]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
@@ -964,5 +966,5 @@ def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str
     starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
     thetas = np.array([minimize(_value_and_grad, th0, args=(logN, logD, logL, delta, reduction),
                                 jac=True, method="L-BFGS-B").x
-                       for th0 in _progress(starts, f"L-BFGS-B per start ({reduction})", progress)])
+                       for th0 in progress_bar(starts, f"L-BFGS-B per start ({reduction})", progress)])
     return thetas, objective(thetas, logN, logD, logL, delta)

@@ -296,8 +296,8 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
 
     ``groups``: a column name, or one label per table row, saying which rows
     belong together (one model's checkpoints or cooldowns). The bootstrap
-    then resamples whole groups of training rows (``cluster_bootstrap``)
-    instead of rows, so its intervals count models, not rows.
+    then resamples whole groups of training rows (``fit.bootstrap`` with
+    ``groups``, a cluster bootstrap) instead of rows, so its intervals count models, not rows.
     """
     n = _n_rows(table)
     keep, out = rows_mask(table, select), rows_mask(table, held_out, match="any")
@@ -350,20 +350,7 @@ def group_labels(table, groups) -> np.ndarray:
     return labels
 
 
-group_counts = F.group_counts  # kept here too: the cluster bootstrap is this module's use of it
-
-
-def cluster_bootstrap(result: F.FitResult, N, D, L, labels, *, n_boot: int = 1000, seed: int = 0,
-                      level: float = 0.95, chunk: int = 1000, progress: bool = False,
-                      unit: str = "groups") -> F.Bootstrap:
-    """``fit.bootstrap`` with whole groups resampled (``fit.group_counts``) instead of rows.
-
-    Each resample is a weight per row, refitted by the same batched solver
-    from ``result``, and counts under the same rule: converged and on no
-    artificial bound (a natural floor, E = 0 or an exponent at 0, counts).
-    """
-    return F.bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level, chunk=chunk, progress=progress,
-                       groups=labels, unit=unit)
+group_counts = F.group_counts  # re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
 
 
 at_natural_floor = F.natural_floor_shares  # the share of resamples with each parameter at its natural floor

@@ -181,6 +181,12 @@ def _grid(log_n: np.ndarray, grid_multiplier: int) -> np.ndarray:
     return np.linspace(log_n[0], log_n[-1], max((len(log_n) - 1) * grid_multiplier, 3))
 
 
+def _window_start(lowest, n_sizes: int, window: int):
+    """First index of the ``window`` sizes centred on index ``lowest`` (scalar or array), kept inside
+    the ``n_sizes`` sampled ones."""
+    return np.clip(np.asarray(lowest) - window // 2, 0, n_sizes - window)
+
+
 def _check_method(method: str) -> None:
     if method not in METHODS:
         raise UserError(f"isoFLOP method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -284,8 +290,7 @@ def budget_optima(
     rows = []
     for c, g in groups:
         if window is not None and len(g) > window:
-            lowest = int(np.argmin(g[loss_col].to_numpy()))
-            start = min(max(lowest - window // 2, 0), len(g) - window)
+            start = int(_window_start(np.argmin(g[loss_col].to_numpy()), len(g), window))
             g = g.iloc[start:start + window]
         log_n = np.log(g[n_col].to_numpy())
         loss = g[loss_col].to_numpy()
@@ -366,8 +371,7 @@ def resampled_optima(budgets: list[tuple[float, np.ndarray, np.ndarray]], method
         log_n, loss = np.log(np.asarray(n, float)[order]), np.asarray(loss, float)[order]
         starts = np.zeros(n_res, dtype=int)
         if window is not None and len(log_n) > window:
-            lowest = np.argmin(loss, axis=0)
-            starts = np.clip(lowest - window // 2, 0, len(log_n) - window)
+            starts = _window_start(np.argmin(loss, axis=0), len(log_n), window)
         size = len(log_n) if window is None else min(window, len(log_n))
         if size < min_points:
             continue

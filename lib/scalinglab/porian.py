@@ -190,13 +190,12 @@ def published_exponents(fits: pd.DataFrame | None = None) -> pd.DataFrame:
         fits = data.load("porian-exponent-fits")
     rows = []
     for dataset, source in SOURCE_FILES.items():
-        for step, config in STEPS.items():
-            want = dict(zip(CONFIG_COLUMNS, (dataset, *config)))
-            mask = (fits["source_file"] == source) & np.logical_and.reduce([fits[c] == v for c, v in want.items()])
-            if mask.sum() != 1:
-                raise DataError(f"porian-exponent-fits: {mask.sum()} rows for {DATASETS[dataset]}, "
+        for step in STEPS:
+            match = step_points(fits[fits["source_file"] == source], dataset, step)
+            if len(match) != 1:
+                raise DataError(f"porian-exponent-fits: {len(match)} rows for {DATASETS[dataset]}, "
                                 f"{STEP_LABELS[step]} in {source} (expected 1)")
-            r = fits[mask].iloc[0]
+            r = match.iloc[0]
             rows.append(dict(dataset=dataset, step=step, label=STEP_LABELS[step], a=float(r["a_n_exponent"]),
                              ci_lo=float(r["a_ci95_lo"]), ci_hi=float(r["a_ci95_hi"]),
                              n_bootstrap=int(r["n_bootstrap"])))

@@ -131,7 +131,7 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
     records = []
     for size in sizes:
         draws = draw_subsets(len(N), size, n_draws, seed, pool)
-        for i in _progress(range(n_draws), f"subsets of {size} runs", progress):
+        for i in F.progress_bar(range(n_draws), f"subsets of {size} runs", progress):
             rows = draws[i]
             boot = n_boot if i < boot_draws and size in boot_sizes else 0
             # Seeded by (seed, size, draw): paired across variants, independent of the other sizes.
@@ -161,14 +161,6 @@ def _intervals(res: F.FitResult, budget: float) -> dict[str, Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         n_opt_ci = F.compute_optimal(res, budget)[0].get("ci", {}).get("n_opt", (np.nan, np.nan))
     return {"a_ci": tuple(bs.ci["a"]), "n_opt_ci": tuple(float(x) for x in n_opt_ci), "boot_ok": len(bs.samples)}
-
-
-def _progress(iterable, desc: str, on: bool):
-    if not on:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=desc)
 
 
 def covers(intervals, value: float) -> tuple[float, int]:

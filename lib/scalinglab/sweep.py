@@ -568,6 +568,17 @@ _REPLICATE_OF = "COALESCE(json_extract(r.spec, '$.replicate'), 0)"
 _REPLICATE = f"{_REPLICATE_OF} AS replicate"
 
 
+def _run_of(run_ids):
+    """The run of the one-seed grid each run id replicates: a replicate's id is that run's plus -s<i>."""
+    return run_ids.str.replace(r"-s\d+$", "", regex=True)
+
+
+def _usable_budgets(points):
+    """The budgets an isoFLOP fit uses: those with at least 4 finished sizes."""
+    sizes = points.groupby("flops")["n"].nunique()
+    return sizes[sizes >= 4].index
+
+
 def isoflop_points(db_path: Path | str):
     """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
     n_non_embedding, n_standard, n_total, flops (the budget C), tokens, loss (validation), replicate."""
@@ -615,7 +626,7 @@ def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
     df = df.drop(columns=["n_non_embedding", "n_standard"])
     if mean_over_seeds:
         cols = list(df.columns)
-        df["run_id"] = df["run_id"].str.replace(r"-s\d+$", "", regex=True)  # a replicate's id is its run's + -s<i>
+        df["run_id"] = _run_of(df["run_id"])
         keys = [c for c in cols if c not in ("loss", "replicate")]
         df = (df.groupby(keys, as_index=False, dropna=False, sort=False)
               .agg(loss=("loss", "mean"), seeds=("replicate", "size")))
@@ -645,12 +656,11 @@ def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | No
     from scalinglab.isoflop import budget_optima, fit_exponent
 
     points = isoflop_points(db_path) if points is None else points
-    sizes = points.groupby("flops")["n"].nunique()
-    usable = sizes[sizes >= 4]
+    usable = _usable_budgets(points)
     if len(usable) < 3:
         return f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)"
     # replicates (runs that differ only in their seed) are averaged, and their spread is the bootstrap's noise
-    optima = budget_optima(points[points["flops"].isin(usable.index)], "n", "flops", "loss", method=method,
+    optima = budget_optima(points[points["flops"].isin(usable)], "n", "flops", "loss", method=method,
                            n_boot=n_boot, window=window, replicates="mean", noise=noise)
     return fit_exponent(optima)
 
@@ -719,13 +729,12 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
     from scalinglab.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
 
     points = isoflop_points(db_path)
-    points["run"] = points["run_id"].str.replace(r"-s\d+$", "", regex=True)
+    points["run"] = _run_of(points["run_id"])
     k = points.groupby("run")["replicate"].nunique()
     if points.empty or k.min() < 2:
         return dict(a=None, ci=None, reason=f"{int((k < 2).sum())} of {len(k)} runs have fewer than 2 seeds "
                                                  "(scalinglab sweep --seeds K)"), None
-    sizes = points.groupby("flops")["n"].nunique()
-    usable = sizes[sizes >= 4].index  # as _isoflop_fit
+    usable = _usable_budgets(points)
     rng = np.random.default_rng(seed)
     columns = {}  # (flops, n) -> the seed mean, then n_boot resampled means
     for run, g in points[points["flops"].isin(usable)].groupby("run"):
@@ -761,11 +770,12 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
         scatter = dict(a=None, ci=None, reason=f"only {complete.shape[1]} resamples keep every budget's optimum "
                                                "interior (needs 20 for their covariance)")
     elif used.sum() >= 3:
-        scatter_fit = fit_exponent_scatter(np.asarray(flops)[used], opt[used, 0], np.cov(complete))
+        seed_cov = np.cov(complete)
+        scatter_fit = fit_exponent_scatter(np.asarray(flops)[used], opt[used, 0], seed_cov)
         scatter = dict(a=round(scatter_fit.exponent, 4), ci=[round(float(v), 4) for v in scatter_fit.ci],
                        se=round(scatter_fit.se, 4), df=scatter_fit.df_resid, tau=round(scatter_fit.tau, 4),
                        n_budgets=scatter_fit.n_budgets, n_boot_complete=int(complete.shape[1]),
-                       budget_seed_sd=[round(float(v), 4) for v in np.sqrt(np.diag(np.cov(complete)))])
+                       budget_seed_sd=[round(float(v), 4) for v in np.sqrt(np.diag(seed_cov))])
     return dict(a=round(float(a), 4), ci=ci, n_boot=n_boot, n_boot_failed=int(n_boot - len(ok)), runs=len(k),
                 seeds=int(k.max()), method=method, window=window, scatter=scatter, boot=ok), scatter_fit
 
@@ -806,11 +816,10 @@ def replicate_noise(db_path: Path | str) -> dict:
     fits, √(noise_floor² + (noise_slope·Δ)²) with Δ the excess over the budget's lowest loss. Without
     replicates these are None and the isoFLOP bootstrap falls back on ``parabola_sd``, the residual sd
     of per-budget parabolas (of seed 0's points: what a one-seed sweep uses), which also holds their
-    misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run gives points at
-    several budgets, so its points' deviations are correlated and ``dof`` overstates the information."""
-    from scalinglab.isoflop import _budgets, _pooled_parabola_sd, seed_noise
-
-    from scalinglab.isoflop import replicate_cells
+    misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run
+    gives points at several budgets, so its points' deviations are correlated and ``dof`` overstates
+    the information."""
+    from scalinglab.isoflop import _budgets, _pooled_parabola_sd, replicate_cells, seed_noise
 
     points = isoflop_points(db_path)
     if points.empty:
@@ -853,8 +862,8 @@ def report(db_path: Path | str) -> dict:
                 # only describes the curve near it): how much the estimator alone moves a
                 exponent_parabola=exponent(db_path, method="parabola", window=5),
                 exponent_envelope=envelope_exponent(db_path), replicates=replicate_noise(db_path),
-                # with several seeds: the spline estimate's interval from resampling seeds, which needs no
-                # noise model and carries runs shared between budgets
+                # with several seeds: the spline estimator's intervals from resampling seeds (seed noise only)
+                # and with the budgets' scatter added (GLS)
                 exponent_seed_bootstrap={k: v for k, v in seed_bootstrap(db_path).items() if k != "boot"})
 
 
@@ -911,8 +920,8 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     or more seeds per run in both sweeps); ``seeds_scatter`` combines its two GLS fits with the seeds'
     covariance plus the budgets' scatter (Welch–Satterthwaite, as the WLS entries; its scatter term
     assumes independent budgets, so it is marked like them). The Welch entries also carry
-    ``ci_min_df``, the interval on the smaller fit's residual df, a conservative check. Same settings as :func:`report`, so the differences are of
-    the exponents it prints.
+    ``ci_min_df``, the interval on the smaller fit's residual df, a conservative check. Same settings
+    as :func:`report`, so the differences are of the exponents it prints.
 
     The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
     that reads one run at several budgets (:func:`budget_sharing`; the kaplan preset) breaks that: its

@@ -332,8 +332,13 @@ def pooled_dispersion(df, x_col: str, y_col: str, n_col: str, group_col: str | N
     Groups with fewer than 3 distinct x are left out; a group of 3 fits exactly and adds nothing.
     A UserError if no group leaves a residual df (nothing to estimate a scale from).
     """
+    return _pooled(_groups(df, x_col, y_col, n_col, group_col, source), x_col, y_col, n_col, source)
+
+
+def _pooled(groups, x_col, y_col, n_col, source) -> Dispersion:
+    """:func:`pooled_dispersion` over groups already split and checked by ``_groups``."""
     parts = []
-    for label, g in _groups(df, x_col, y_col, n_col, group_col, source):
+    for label, g in groups:
         x, y, n = _series(g[x_col], g[y_col], g[n_col], label)
         if len(np.unique(x)) < 3:
             continue
@@ -361,7 +366,7 @@ def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | Non
     _check_dispersion(dispersion, DISPERSIONS)
     groups = _groups(df, x_col, y_col, n_col, group_col, source)
     if dispersion == "pooled":
-        dispersion = pooled_dispersion(df, x_col, y_col, n_col, group_col, source)
+        dispersion = _pooled(groups, x_col, y_col, n_col, source)
     return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts, dispersion=dispersion)
             for k, g in groups]
 
