@@ -15,7 +15,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 export MPLBACKEND := Agg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: reproduce test lab venv lock bench device-carry clean
+.PHONY: reproduce test nbval-portable lab venv lock bench device-carry clean
 
 # The virtualenv is rebuilt when the dependency pins change.
 $(STAMP): pyproject.toml requirements.lock
@@ -34,6 +34,16 @@ test: $(STAMP)
 	$(PY) -m pytest -q tests
 	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env $(NOTEBOOKS)
+
+# The notebook checks must hold on any machine CI may land on: other BLAS kernels and thread counts.
+# Runs the nbval step under OPENBLAS_CORETYPE unset, Haswell, SkylakeX and OPENBLAS_NUM_THREADS 1 and 2.
+nbval-portable: $(STAMP)
+	@set -e; for setting in "OPENBLAS_CORETYPE=" "OPENBLAS_CORETYPE=Haswell" "OPENBLAS_CORETYPE=SkylakeX" \
+	    "OPENBLAS_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=2"; do \
+	  echo "== nbval with $$setting"; \
+	  env -u OPENBLAS_CORETYPE -u OPENBLAS_NUM_THREADS $$setting SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) \
+	    $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) | tail -1; \
+	done
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
