@@ -38,12 +38,12 @@ test: $(STAMP)
 # The notebook checks must hold on any machine CI may land on: other BLAS kernels and thread counts.
 # Runs the nbval step under OPENBLAS_CORETYPE unset, Haswell, SkylakeX and OPENBLAS_NUM_THREADS 1 and 2.
 nbval-portable: $(STAMP)
-	@set -e; for setting in "OPENBLAS_CORETYPE=" "OPENBLAS_CORETYPE=Haswell" "OPENBLAS_CORETYPE=SkylakeX" \
+	@failed=""; for setting in "OPENBLAS_CORETYPE=" "OPENBLAS_CORETYPE=Haswell" "OPENBLAS_CORETYPE=SkylakeX" \
 	    "OPENBLAS_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=2"; do \
 	  echo "== nbval with $$setting"; \
 	  env -u OPENBLAS_CORETYPE -u OPENBLAS_NUM_THREADS $$setting SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) \
-	    $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) | tail -1; \
-	done
+	    $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) || failed="$$failed $$setting"; \
+	done; test -z "$$failed" || { echo "nbval failed with:$$failed"; exit 1; }
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
