@@ -28,7 +28,7 @@ venv: $(STAMP)
 # On a GPU, reproduce first trains the sweeps (SWEEP_PROFILE=auto picks gpu-quick;
 # gpu takes hours); without one the notebooks read data/sweeps/.
 reproduce: $(STAMP)
-	$(PY) -m scalinglab.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
+	$(PY) -m scalinglab.harness.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

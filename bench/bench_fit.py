@@ -1,6 +1,6 @@
 """Speed of the Chinchilla fit on Epoch's 240 rows, against scipy in the same run.
 
-1. Grid fit: scalinglab.fit.fit_arrays (all 4,500 starts scored at once, the
+1. Grid fit: scalinglab.fitting.approach3.fit_arrays (all 4,500 starts scored at once, the
    best optimised by the batched Newton solver) against Hoffmann's procedure
    as written, scipy L-BFGS-B (analytic gradient) from each of the same 4,500
    starts. Prints the ratio and both optima.
@@ -37,7 +37,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from scalinglab import data
-    from scalinglab import fit as F
+    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
     from scalinglab.errors import UserError
 
     try:
@@ -53,9 +54,9 @@ def main() -> int:
     t_fast, res = best_of(lambda: F.fit_arrays(N, D, L))
     starts = grid[::10] if args.quick else grid
     t0 = time.perf_counter()
-    thetas, fs = F.lbfgs_per_start(N, D, L, starts, progress=True)
+    thetas, fs = lbfgs_per_start(N, D, L, starts, progress=True)
     t_slow = (time.perf_counter() - t0) * len(grid) / len(starts)
-    ref = F.ScalingLaw(*F._to_params(thetas[np.argmin(fs)]))
+    ref = F.ScalingLaw(*F.to_params(thetas[np.argmin(fs)]))
     label = "scaled from every 10th start" if args.quick else "all starts"
     print(f"\ngrid fit, vectorised:            {t_fast:8.3f} s   objective {res.objective:.10g}  ({res.status})")
     print(f"scipy L-BFGS-B per start ({label}): {t_slow:8.3f} s   objective {fs.min():.10g}")
@@ -78,7 +79,7 @@ def main() -> int:
     rows = np.cumsum(bs.converged) - 1  # replicate k's row in bs.samples
     worst = 0.0
     for k in np.flatnonzero(bs.converged)[:: max(1, args.n_boot // 20)]:
-        x = minimize(F._value_and_grad, res.theta, args=(logN, logD, logL, 1e-3, "sum", counts[k]), jac=True,
+        x = minimize(F.value_and_grad, res.theta, args=(logN, logD, logL, 1e-3, "sum", counts[k]), jac=True,
                      method="L-BFGS-B", options=dict(ftol=0, gtol=1e-10, maxiter=10_000)).x
         worst = max(worst, float(np.max(np.abs(x[3:] - bs.samples[rows[k], 3:]))))
     print(f"  20 replicates re-solved by scipy L-BFGS-B: max |Δα|, |Δβ| = {worst:.1e}")

@@ -13,10 +13,11 @@ import time
 import numpy as np
 import torch
 
-from scalinglab import inverse, scoring
-from scalinglab.lm_adapters import GPTCheckpointLM
-from scalinglab.model import GPT, GPTConfig
-from scalinglab.tokenizer import get_tokenizer
+from scalinglab.inverse_scaling import tasks as inverse
+from scalinglab.inverse_scaling import scoring
+from scalinglab.inverse_scaling.adapters import GPTCheckpointLM
+from scalinglab.training.model import GPT, GPTConfig
+from scalinglab.training.tokenizer import get_tokenizer
 
 
 def timed(fn):

@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from scalinglab.flops import flops_per_token
-from scalinglab.model import GPT, GPTConfig
-from scalinglab.train import TrainConfig, gpu_peak, make_optimizer
+from scalinglab.accounting.decoder import flops_per_token
+from scalinglab.training.model import GPT, GPTConfig
+from scalinglab.training.loop import TrainConfig, gpu_peak, make_optimizer
 
 
 def measure(cfg: GPTConfig, batch: int, steps: int, device: str, fast: bool) -> float:

@@ -54,7 +54,7 @@ timeout 120 "$PY" bench/bench_train.py $bench_args 2>&1 | tee "$OUT/bench_train.
 # Tokenize once before the sweeps start, so the two sweeps don't both train the BPE. For gpu-quick:
 # 8k BPE on 20 MB, then 32M training tokens from 120 MB; 110 s on this project's 2-core CPU machine.
 stamp "tokenizer and token cache for profile $PROFILE"
-"$PY" -c "from scalinglab import sweep; tok, tr, va = sweep.load_tokens(sweep.get_profile('$PROFILE')); print(tok.name, len(tr), 'train tokens', len(va), 'val tokens')"
+"$PY" -c "from scalinglab.training import sweep; tok, tr, va = sweep.load_tokens(sweep.get_profile('$PROFILE')); print(tok.name, len(tr), 'train tokens', len(va), 'val tokens')"
 
 stamp "sweeps: kaplan and hoffmann at once, $SWEEP_SECONDS s at most"
 for preset in kaplan hoffmann; do

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scalinglab.cli import main
-from scalinglab.fit import ScalingLaw
+from scalinglab.fitting.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 
@@ -414,7 +414,7 @@ def test_bootstrap_by_model_applies_to_the_selected_and_the_held_out_fits(models
 
 
 def test_held_out_sizes_get_curves_of_their_own():
-    from scalinglab.fitplot import plotted_sizes
+    from scalinglab.fitting.plot import plotted_sizes
 
     fitted = np.geomspace(1e7, 1e9, 12)
     held = np.array([3e9, 7e9, 7e9])

@@ -66,7 +66,7 @@ def test_cli_modules_do_not_import_torch():
 def tiny_checkpoint(tmp_path):
     import torch
 
-    from scalinglab.model import GPT, GPTConfig, save_checkpoint
+    from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
 
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=50257, seq_len=256, width=32, depth=1, head_dim=16))
@@ -100,7 +100,7 @@ def test_inverse_eval_json_is_strict_json_for_one_example(mirror, tiny_checkpoin
 
 
 def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
-    from scalinglab.lm_adapters import ladder_checkpoints, load_checkpoint_lm
+    from scalinglab.inverse_scaling.adapters import ladder_checkpoints, load_checkpoint_lm
 
     runs = tmp_path / "kaplan.db.runs"
     runs.mkdir()
@@ -117,7 +117,7 @@ def test_ladder_checkpoints_lists_a_sweeps_runs(tmp_path, tiny_checkpoint):
 @pytest.mark.parametrize("content", [b"", bytes(range(256))], ids=["empty", "not-a-pickle"])
 def test_a_corrupt_checkpoint_is_a_user_error(tmp_path, content):
     from scalinglab.errors import UserError
-    from scalinglab.lm_adapters import load_lm
+    from scalinglab.inverse_scaling.adapters import load_lm
 
     path = tmp_path / "broken.pt"
     path.write_bytes(content)
@@ -129,7 +129,7 @@ def test_a_corrupt_checkpoint_is_a_user_error(tmp_path, content):
 def test_a_folder_without_a_model_is_a_user_error(tmp_path):
     pytest.importorskip("transformers")
     from scalinglab.errors import UserError
-    from scalinglab.lm_adapters import load_lm
+    from scalinglab.inverse_scaling.adapters import load_lm
 
     with pytest.raises(UserError, match="could not load Hugging Face model") as err:
         load_lm(f"hf:{tmp_path}")  # an existing, empty local folder: nothing is downloaded
@@ -142,7 +142,7 @@ def test_an_uncached_hub_model_offline_fails_fast(monkeypatch, offline):
     pytest.importorskip("transformers")
     import time
 
-    from scalinglab import lm_adapters
+    from scalinglab.inverse_scaling import adapters as lm_adapters
     from scalinglab.errors import UserError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1" if offline else "0")

@@ -5,9 +5,10 @@ import subprocess
 
 import pytest
 
-from scalinglab import corpus, data
+from scalinglab.training import corpus, corpus_build
+from scalinglab import data
 from scalinglab.errors import UserError
-from scalinglab.tokenizer import file_texts, get_tokenizer, gpt2_encoding, token_cache
+from scalinglab.training.tokenizer import file_texts, get_tokenizer, gpt2_encoding, token_cache
 
 
 def test_registry_holds_every_shard_with_the_mirror_checksums(mirror):
@@ -63,7 +64,7 @@ def test_user_files_are_tokenized_once_into_uint16(tmp_path):
 
 def test_tokenizing_streams_the_texts(tmp_path):
     """The token cache encodes batch by batch: no more than one batch of text is held at a time."""
-    from scalinglab.tokenizer import Tokenizer, _write_tokens
+    from scalinglab.training.tokenizer import Tokenizer, _write_tokens
 
     drawn = []
 
@@ -143,19 +144,19 @@ def test_clean_strips_the_gutenberg_frame():
     raw = _pg_book("X", ["A first line of a long paragraph that was wrapped by hand at sixty-odd chars\n"
                          "and continues here on a second line that is also rather long, you see\nend.",
                          "  An indented verse line\n  and another one"])
-    body, meta, why = corpus.clean(raw)
+    body, meta, why = corpus_build.clean(raw)
     assert why is None and meta["title"] == "X" and meta["ebook"] == 1234
     assert "Gutenberg" not in body and "Produced by" not in body
     pars = body.strip().split("\n\n")
     assert pars[0].count("\n") == 0 and pars[0].endswith("end.")    # prose rejoined into one line
     assert pars[1] == "  An indented verse line\n  and another one"  # verse keeps its breaks
-    assert corpus.clean("no markers here")[2] == "no_start_marker"
+    assert corpus_build.clean("no markers here")[2] == "no_start_marker"
 
 
 def test_build_rebuilds_shards_and_manifest_deterministically(snapshot, tmp_path):
     git_dir, commit = snapshot
-    opts = corpus.BuildOptions(train_bytes=10**9, val_bytes=1, shards=2, seed=1)
-    counts = corpus.build(git_dir, commit, tmp_path / "out1", opts)
+    opts = corpus_build.BuildOptions(train_bytes=10**9, val_bytes=1, shards=2, seed=1)
+    counts = corpus_build.build(git_dir, commit, tmp_path / "out1", opts)
     assert counts == {"val": 1, "train_00": 1, "train_01": 1, "near_dup_of": 1, "too_short": 1,
                       "no_start_marker": 1}
     val = list(corpus.read_jsonl(tmp_path / "out1" / "val.jsonl.xz"))
@@ -166,7 +167,7 @@ def test_build_rebuilds_shards_and_manifest_deterministically(snapshot, tmp_path
     manifest = (tmp_path / "out1" / "manifest.tsv").read_text().splitlines()
     assert len(manifest) == 1 + 6
     # a second build gives byte-identical files (single-threaded xz, seeded shuffle)
-    corpus.build(git_dir, commit, tmp_path / "out2", opts)
+    corpus_build.build(git_dir, commit, tmp_path / "out2", opts)
     for f in ("val.jsonl.xz", "train_00.jsonl.xz", "train_01.jsonl.xz", "manifest.tsv"):
         assert (tmp_path / "out1" / f).read_bytes() == (tmp_path / "out2" / f).read_bytes(), f
     assert lzma.decompress((tmp_path / "out1" / "val.jsonl.xz").read_bytes()).count(b"\n") == 1
@@ -175,7 +176,7 @@ def test_build_rebuilds_shards_and_manifest_deterministically(snapshot, tmp_path
 def test_build_cli_reports_a_bad_commit(snapshot, tmp_path):
     git_dir, _ = snapshot
     with pytest.raises(UserError, match="git ls-tree"):
-        corpus.main(["build", str(git_dir), "0" * 40, str(tmp_path / "out")])
+        corpus_build.main(["build", str(git_dir), "0" * 40, str(tmp_path / "out")])
 
 
 def test_build_matches_the_original_make_corpus_script(mirror, snapshot, tmp_path):
@@ -188,7 +189,7 @@ def test_build_matches_the_original_make_corpus_script(mirror, snapshot, tmp_pat
     args = ["--train-bytes", "10000", "--val-bytes", "1", "--shards", "3", "--seed", "7"]
     subprocess.run([sys.executable, str(script), str(git_dir), commit, str(tmp_path / "work"), str(tmp_path / "orig"),
                     *args], check=True, capture_output=True)
-    corpus.main(["build", str(git_dir), commit, str(tmp_path / "ours"), *args])
+    corpus_build.main(["build", str(git_dir), commit, str(tmp_path / "ours"), *args])
     names = sorted(p.name for p in (tmp_path / "orig").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "ours").iterdir())
     assert "manifest.tsv" in names and "train_02.jsonl.xz" in names

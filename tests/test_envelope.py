@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import envelope as E
+from scalinglab.accounting import conventions
+from scalinglab.fitting import envelope as E
 from scalinglab.errors import UserError
 
 
@@ -64,7 +65,7 @@ def test_grid_envelope_is_the_lowest_covering_curve():
 
 
 def test_gemstones_cooldown_reproduces_the_authors_approach1(mirror):
-    from scalinglab import gemstones
+    from scalinglab.papers import gemstones
 
     curves = gemstones.curves("gemstones-cool-end")
     fit = E.fit_envelope(curves, E.EnvelopeOptions(method="hull", drop_edges=False, n_boot=0))
@@ -77,11 +78,11 @@ def test_gemstones_cooldown_reproduces_the_authors_approach1(mirror):
 
 
 def test_gemstones_parameter_count_matches_the_released_one(mirror):
-    from scalinglab import data, gemstones
+    from scalinglab import data
 
     raw = data.load("gemstones-hot")
     # Every one of the 22 shapes, including width 384 whose 3 query heads share one key-value group.
-    ours = gemstones.param_count(raw["width"], raw["depth"])
+    ours = conventions.gemstones_params(raw["width"], raw["depth"])
     assert np.array_equal(ours, raw["params_active_precise"].to_numpy(float))
 
 
@@ -91,7 +92,7 @@ def test_gemstones_hot_under_the_authors_procedure_needs_their_denser_file(mirro
     Their procedure on the mirrored table must land well above 0.4994 and move further up as the
     first checkpoint moves later: the low-compute end of the envelope is set by where curves start.
     """
-    from scalinglab import gemstones
+    from scalinglab.papers import gemstones
 
     curves = gemstones.curves("gemstones-hot")
     opts = E.EnvelopeOptions(method="hull", drop_edges=False, n_boot=0)
@@ -129,7 +130,7 @@ def test_bad_options_are_user_errors():
 def test_sweep_loss_curves_feed_the_envelope(tmp_path):
     from pathlib import Path
 
-    from scalinglab import sweep
+    from scalinglab.training import sweep
 
     db = Path(__file__).resolve().parents[1] / "data" / "sweeps" / "kaplan.db"
     if not db.is_file():

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import envelope
+from scalinglab.fitting import envelope
 from scalinglab.cli import main
 
 # Hoffmann's printed law, and a second one (Epoch's α, β) whose exponent lies 0.036 higher.
@@ -169,7 +169,8 @@ def test_a_gap_in_compute_has_no_envelope_points(tmp_path, capsys):
 
 
 def test_gemstones_roles_name_registered_columns():
-    from scalinglab import data, gemstones
+    from scalinglab import data
+    from scalinglab.papers import gemstones
 
     # `--dataset gemstones-*` needs no column flags only if every role names one of the table's columns.
     for name in gemstones.DATASETS:
@@ -180,7 +181,8 @@ def test_gemstones_roles_name_registered_columns():
 # --- Gemstones (needs the mirror) ----------------------------------------------------------------
 
 def test_gemstones_cool_end_equals_the_library(mirror, capsys):
-    from scalinglab import data, gemstones
+    from scalinglab import data
+    from scalinglab.papers import gemstones
 
     out = run_json(capsys, "--dataset", "gemstones-cool-end", "--bootstrap", "200")
     (g,) = out["groups"]
@@ -204,7 +206,7 @@ def test_gemstones_cool_end_equals_the_library(mirror, capsys):
 
 
 def test_gemstones_authors_flops_through_a_csv_match_notebook_01(mirror, tmp_path, capsys):
-    from scalinglab import gemstones
+    from scalinglab.papers import gemstones
 
     hot = gemstones.curves("gemstones-hot")
     path = write(tmp_path, hot, "hot.csv")

@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import isoflop, sweep
-from scalinglab.workbook import project_root
+from scalinglab.fitting import isoflop
+from scalinglab.training import sweep
+from scalinglab.harness.workbook import project_root
 
 rng = np.random.default_rng(0)
 

@@ -1,9 +1,12 @@
-"""scalinglab.fit: Hoffmann's parametric fit, its batched solver and bootstrap."""
+"""scalinglab.fitting.approach3: Hoffmann's parametric fit, its batched solver and bootstrap."""
 
 import numpy as np
 import pytest
 
-from scalinglab import fit as F
+from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
+from scalinglab.fitting.options import MIN_ROWS
+from scalinglab.fitting.solver import _newton_and_irls as newton_and_irls
 from scalinglab.errors import UserError
 
 TRUE = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
@@ -53,15 +56,15 @@ def test_analytic_gradient_and_hessian_match_finite_differences():
     N, D, L = isoflop_runs(noise=0.01)
     logN, logD, logL = np.log(N), np.log(D), np.log(L)
     theta = TRUE.theta + np.array([0.01, -0.05, 0.05, 0.01, -0.01])
-    f, g = F._value_and_grad(theta, logN, logD, logL, 1e-3)
+    f, g = F.value_and_grad(theta, logN, logD, logL, 1e-3)
     h = 1e-6
     num = np.array([(F.objective(theta + h * e, logN, logD, logL) - F.objective(theta - h * e, logN, logD, logL))
                     / (2 * h) for e in np.eye(5)])
     # Central differences on a C¹ objective: error O(h²·f''') plus rounding ≈ 1e-9 at this scale.
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-9)
-    g2, H, _ = F._newton_and_irls(theta[None], np.ones((1, N.size)), logN, logD, logL, 1e-3)
-    num_H = np.array([(F._value_and_grad(theta + h * e, logN, logD, logL, 1e-3)[1]
-                       - F._value_and_grad(theta - h * e, logN, logD, logL, 1e-3)[1]) / (2 * h) for e in np.eye(5)])
+    g2, H, _ = newton_and_irls(theta[None], np.ones((1, N.size)), logN, logD, logL, 1e-3)
+    num_H = np.array([(F.value_and_grad(theta + h * e, logN, logD, logL, 1e-3)[1]
+                       - F.value_and_grad(theta - h * e, logN, logD, logL, 1e-3)[1]) / (2 * h) for e in np.eye(5)])
     # The Huber second derivative jumps at |r| = δ; no residual sits within h of it here, so they agree.
     np.testing.assert_allclose(H[0], num_H, rtol=1e-4, atol=1e-6)
 
@@ -189,7 +192,7 @@ def test_averaging_the_loss_stops_lbfgs_early(mirror):
     G = F.hoffmann_grid()
     starts = G[np.argsort(F.objective(G, logN, logD, logL))[:10]]  # the 10 best grid points keep this fast
     for reduction in ("sum", "mean"):
-        th, f = F.lbfgs_per_start(N, D, L, starts, reduction=reduction)
+        th, f = lbfgs_per_start(N, D, L, starts, reduction=reduction)
         beta = th[np.argmin(f), 4]
         if reduction == "sum":
             assert beta == pytest.approx(best.beta, abs=1e-3)
@@ -284,20 +287,20 @@ def test_the_solver_gradient_in_free_coordinates_is_the_chain_rule():
     phi = P.phi(TRUE.theta + np.array([0.0, 0.05, -0.05, 0.01, 0.03]))
     theta = P.theta(phi)
     assert theta[0] == np.log(1.7) and theta[3] == theta[4]
-    g, H, _ = F._newton_and_irls(theta[None], np.ones((1, N.size)), logN, logD, logL, 1e-3)
+    g, H, _ = newton_and_irls(theta[None], np.ones((1, N.size)), logN, logD, logL, 1e-3)
     h = 1e-6
     num = np.array([(F.objective(P.theta(phi + h * e), logN, logD, logL)
                      - F.objective(P.theta(phi - h * e), logN, logD, logL)) / (2 * h) for e in np.eye(3)])
     # Central differences on a C¹ objective, as in the unconstrained test above.
     np.testing.assert_allclose(P.grad(g)[0], num, rtol=1e-5, atol=1e-9)
-    gphi = [P.grad(F._value_and_grad(P.theta(phi + s * e), logN, logD, logL, 1e-3)[1]) for e in np.eye(3)
+    gphi = [P.grad(F.value_and_grad(P.theta(phi + s * e), logN, logD, logL, 1e-3)[1]) for e in np.eye(3)
             for s in (h, -h)]
     num_H = np.array([(gphi[2 * i] - gphi[2 * i + 1]) / (2 * h) for i in range(3)])
     np.testing.assert_allclose(P.hessian(H)[0], num_H, rtol=1e-4, atol=1e-6)
 
 
 def test_minimum_runs_is_twice_the_free_parameters():
-    assert F.MIN_ROWS == F.min_rows(5) == 10 and F.min_rows(4) == 8 and F.min_rows(3) == 6
+    assert MIN_ROWS == F.min_rows(5) == 10 and F.min_rows(4) == 8 and F.min_rows(3) == 6
     N, D, L = isoflop_runs(law=TIED, per_budget=8)
     rows = np.random.default_rng(0).permutation(N.size)
     for opts, needed in ((F.FitOptions(), 10), (F.FitOptions(tie_exponents=True), 8),
@@ -390,7 +393,7 @@ def test_fixed_e_above_a_loss_is_refused():
 
 
 def test_constrained_fit_serves_compute_optimal_holdout_and_wald():
-    from scalinglab import holdout as H
+    from scalinglab.fitting import holdout as H
 
     N, D, L = isoflop_runs(law=TIED, noise=0.003, per_budget=8, seed=4)
     opts = F.FitOptions(fixed={"E": 1.8}, tie_exponents=True)

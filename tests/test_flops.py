@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from scalinglab.errors import UserError
-from scalinglab.flops import count_params, flops_per_token, mlp_hidden
+from scalinglab.accounting.decoder import count_params, flops_per_token, mlp_hidden
 
 
 def test_gelu_counts_by_hand():
@@ -107,7 +107,7 @@ shapes = st.fixed_dictionaries(dict(
 @settings(max_examples=200, deadline=None)
 @given(shapes)
 def test_conventions_nest_for_every_shape(shape):
-    from scalinglab.flops import count_params, flops_per_token
+    from scalinglab.accounting.decoder import count_params, flops_per_token
 
     p = count_params(**shape)
     w, L, V, S = shape["width"], shape["depth"], shape["vocab"], shape["seq_len"]
@@ -139,6 +139,6 @@ def test_conventions_nest_for_every_shape(shape):
     ("cpu", None),
 ])
 def test_gpu_peak_matches_whole_model_names(name, peak):
-    from scalinglab.flops import gpu_peak
+    from scalinglab.accounting.decoder import gpu_peak
 
     assert gpu_peak(name) == peak

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from scalinglab import data, inverse, scoring
+from scalinglab import data
+from scalinglab.inverse_scaling import tasks as inverse
+from scalinglab.inverse_scaling import scoring
 from scalinglab.errors import UserError
 
 
@@ -16,7 +18,7 @@ def test_registry_holds_the_eleven_final_tasks_with_official_hashes():
         ds = data.get(task.dataset)
         assert len(task.sha256) == 64 and int(task.sha256, 16) >= 0
         assert ds.path.endswith(task.release_file) and task.release_file in ds.url
-        assert ds.loader == "scalinglab.inverse:read_task_file"
+        assert ds.loader == "scalinglab.inverse_scaling.tasks:read_task_file"
     kinds = {t.name: t.metric for t in inverse.TASKS.values()}
     assert [n for n, k in kinds.items() if k == inverse.SEQUENCE_PROB] == ["prompt-injection"]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import isoflop
+from scalinglab.fitting import isoflop
 from scalinglab.errors import UserError
 
 BUDGETS = np.geomspace(1e17, 1e21, 5)

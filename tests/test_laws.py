@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from scalinglab import laws, pearce_song
+from scalinglab.accounting import conventions
+from scalinglab.papers import laws
+from scalinglab.papers import pearce_song
 
 
 @pytest.mark.parametrize("law", [laws.HOFFMANN, laws.EPOCH], ids=["hoffmann", "epoch"])
@@ -37,7 +39,7 @@ def test_kaplan_forms():
 
 
 def test_pearce_song_total_params():
-    assert pearce_song.total_params(1e9) == pytest.approx(1e9 + 47491 * 1e3)
+    assert conventions.kaplan_total_params(1e9) == pytest.approx(1e9 + 47491 * 1e3)
 
 
 @pytest.mark.parametrize("law,nonemb,total", [(laws.EPOCH, 0.77, 0.51), (laws.HOFFMANN, 0.74, 0.46)],

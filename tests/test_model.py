@@ -3,8 +3,8 @@ import itertools
 import pytest
 import torch
 
-from scalinglab.flops import count_params, mlp_hidden
-from scalinglab.model import GPT, GPTConfig, load_checkpoint, save_checkpoint
+from scalinglab.accounting.decoder import count_params, mlp_hidden
+from scalinglab.training.model import GPT, GPTConfig, load_checkpoint, save_checkpoint
 
 
 @pytest.mark.parametrize("mlp,tied,bias", list(itertools.product(("gelu", "swiglu"), (False, True), (True, False))))

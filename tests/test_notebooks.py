@@ -34,7 +34,7 @@ def test_every_notebook_has_one_parameters_cell():
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
-    from scalinglab.reproduce import run_notebooks
+    from scalinglab.harness.reproduce import run_notebooks
 
     mirror_or_skip()
     results = tmp_path / "results"
@@ -48,7 +48,7 @@ def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
         assert key in summary, f"{path.stem}/summary.json lacks {key!r}"
     assert list((results / path.stem).glob("*.png")), f"{path.stem} saved no figure"
     if path.stem == "02_kaplan_vs_hoffmann":  # the smoke sweeps train seeds, so CI runs the replicate analysis
-        from scalinglab.sweep import WORKBOOK_SMOKE_SEEDS
+        from scalinglab.training.sweep.plan import WORKBOOK_SMOKE_SEEDS
 
         for preset, s in summary["sweeps"].items():
             assert s["replicates"]["seeds"] == WORKBOOK_SMOKE_SEEDS, preset
@@ -56,7 +56,7 @@ def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
 
 
 def test_notebooks_get_only_the_parameters_they_declare(tmp_path):
-    from scalinglab.reproduce import notebook_parameters, sweep_profile_for
+    from scalinglab.harness.reproduce import notebook_parameters, sweep_profile_for
 
     assert notebook_parameters({"profile"}, "smoke", tmp_path) == {"profile": "smoke"}
     got = notebook_parameters({"profile", "sweep_dir", "ladder_dir"}, "full", tmp_path)
@@ -66,7 +66,7 @@ def test_notebooks_get_only_the_parameters_they_declare(tmp_path):
 
 
 def test_reproduce_refuses_an_unknown_sweep_profile_in_one_line(tmp_path, capsys):
-    from scalinglab.reproduce import main
+    from scalinglab.harness.reproduce import main
 
     assert main(["--sweep-profile", "gpu_quick", "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -5,29 +5,34 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import envelope, flops, gemstones, laws, pearce_song
+from scalinglab.accounting import conventions
+from scalinglab.fitting import envelope
+from scalinglab.accounting import decoder as flops
+from scalinglab.papers import gemstones
+from scalinglab.papers import laws
+from scalinglab.papers import pearce_song
 from scalinglab.errors import DataError, UserError
 
 # Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are
-# exactly half the query heads and attention is exactly 3·w² (see gemstones.param_count).
+# exactly half the query heads and attention is exactly 3·w² (see conventions.gemstones_params).
 SHAPES = [(256, 23), (512, 11), (1024, 28), (1536, 50), (2048, 27), (3072, 12)]
 
 
 @pytest.mark.parametrize("width, depth", SHAPES)
 def test_non_embedding_params_excludes_what_kaplans_count_excludes(width, depth):
-    v = gemstones.VOCAB
-    ne = gemstones.non_embedding_params(width, depth)
+    v = conventions.GEMSTONES_VOCAB
+    ne = conventions.gemstones_non_embedding_params(width, depth)
     # Gemstones: the untied embedding and head are the only vocab-sized tensors.
-    assert gemstones.param_count(width, depth) - ne == 2 * v * width
-    p = flops.count_params(width, depth, v, seq_len=gemstones.SEQ_LEN, mlp="swiglu", tied=False, bias=False)
-    # scalinglab.flops leaves out the same two matrices, plus a learned positional table that RoPE does not have.
+    assert conventions.gemstones_params(width, depth) - ne == 2 * v * width
+    p = flops.count_params(width, depth, v, seq_len=conventions.GEMSTONES_SEQ_LEN, mlp="swiglu", tied=False, bias=False)
+    # scalinglab.accounting.decoder leaves out the same two matrices, plus a learned positional table that RoPE does not have.
     assert p.total - p.non_embedding - p.positional == 2 * v * width
     # What stays in must then differ only by the two architectural choices flops.py does not model:
     # GQA (k and v at half width: 3w² instead of 4w²) and GEGLU's hidden size (4w instead of OpenLM's
     # rounded 8w/3). Norms, one weight vector each, two a layer and a final one, agree with bias=False;
     # a convention that kept the head or dropped the final norm would miss by v·w or w.
     gqa = depth * (4 * width**2 - 3 * width**2)
-    mlp = depth * 3 * width * (p.mlp_hidden - gemstones.MLP_RATIO * width)
+    mlp = depth * 3 * width * (p.mlp_hidden - conventions.GEMSTONES_MLP_RATIO * width)
     assert ne == p.non_embedding - gqa - mlp
 
 
@@ -35,7 +40,7 @@ def _design(n_sizes=12, share_falls=True):
     """Curves that follow Epoch's law in total N, with an embedding 47491·N_E^(1/3) (Pearce & Song's) or none."""
     parts = []
     for i, n_e in enumerate(np.logspace(7, 10, n_sizes)):
-        n_t = float(pearce_song.total_params(n_e)) if share_falls else n_e
+        n_t = float(conventions.kaplan_total_params(n_e)) if share_falls else n_e
         d = np.logspace(8, 12.5, 80)
         parts.append(pd.DataFrame({"run": f"r{i:02d}", "n": n_t, "n_ne": n_e, "tokens": d}))
     curves = pd.concat(parts, ignore_index=True).assign(flops=lambda t: 6 * t["n"] * t["tokens"])
@@ -87,7 +92,7 @@ def test_envelope_shift_needs_the_non_embedding_column():
 
 def test_gemstones_kaplan_counting_measured_against_the_law_on_the_same_design(mirror):
     curves = gemstones.curves("gemstones-hot")
-    assert np.array_equal(curves["n_ne"], gemstones.non_embedding_params(curves["width"], curves["depth"]))
+    assert np.array_equal(curves["n_ne"], conventions.gemstones_non_embedding_params(curves["width"], curves["depth"]))
     opts = envelope.EnvelopeOptions(method="hull", drop_edges=False, n_boot=200, seed=0)
     real = pearce_song.envelope_shift(curves, opts)
     law = pearce_song.envelope_shift(pearce_song.on_law(laws.EPOCH, curves), opts)
@@ -178,10 +183,10 @@ def test_shifts_from_different_resamples_are_not_compared():
 # --- Gadre et al.'s counts -----------------------------------------------------------------------
 
 def test_openlm_shapes_from_arch_names():
-    assert pearce_song.openlm_shape("d=576_l=24_h=8") == (576, 24, 8)
-    assert pearce_song.openlm_shape("open_lm_7b") == (4096, 32, 32)
+    assert conventions.openlm_shape("d=576_l=24_h=8") == (576, 24, 8)
+    assert conventions.openlm_shape("open_lm_7b") == (4096, 32, 32)
     with pytest.raises(UserError, match="unknown OpenLM arch 'open_lm_3b'"):
-        pearce_song.openlm_shape("open_lm_3b")
+        conventions.openlm_shape("open_lm_3b")
 
 
 def test_kaplan_params_refuse_counts_that_do_not_differ_by_one_vocabulary_matrix():
@@ -194,19 +199,19 @@ def test_kaplan_params_refuse_counts_that_do_not_differ_by_one_vocabulary_matrix
 
 
 def test_kaplan_params_of_every_gadre_model_are_flops_non_embedding_count(mirror):
-    from scalinglab import data, warmup
+    from scalinglab import data
 
     table = pearce_song.with_kaplan_params(data.load("gadre2024-final-losses"))
     models = table.drop_duplicates("arch")
-    assert len(models) == 6 and set(pearce_song.OPENLM_NAMED_SHAPES) <= set(models["arch"])
+    assert len(models) == 6 and set(conventions.OPENLM_NAMED_SHAPES) <= set(models["arch"])
     for r in models.itertuples():
-        width, depth, heads = pearce_song.openlm_shape(r.arch)
+        width, depth, heads = conventions.openlm_shape(r.arch)
         # The shape is right when OpenLM's accounting reproduces both of the authors' columns,
         # the named 1B and 7B configs included ...
-        params, no_embed = warmup.openlm_params(width, depth, heads)
+        params, no_embed = conventions.openlm_params(width, depth, heads)
         assert (params[0], no_embed[0]) == (r.params, r.params_no_embed), r.arch
-        # ... and Kaplan's N is then what scalinglab.flops leaves in without either vocabulary matrix.
-        counts = flops.count_params(width, depth, warmup.VOCAB, seq_len=warmup.SEQ_LEN, mlp="swiglu", bias=False)
+        # ... and Kaplan's N is then what scalinglab.accounting.decoder leaves in without either vocabulary matrix.
+        counts = flops.count_params(width, depth, conventions.OPENLM_VOCAB, seq_len=conventions.OPENLM_SEQ_LEN, mlp="swiglu", bias=False)
         assert r.params_kaplan == counts.non_embedding, r.arch
     # The smallest model is 92% vocabulary in Kaplan's count, the largest 6%.
     share = 1 - models["params_kaplan"] / models["params"]
@@ -255,7 +260,7 @@ def test_e_profile_is_lowest_at_the_laws_own_e_and_moves_a_with_e():
 def test_e_at_its_floor_is_counted_in_the_bootstrap():
     from dataclasses import replace
 
-    from scalinglab.fit import ScalingLaw
+    from scalinglab.fitting.law import ScalingLaw
 
     rows = _gadre_like_rows()
     noise = np.exp(0.003 * np.random.default_rng(2).standard_normal(len(rows)))

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import data, porian
+from scalinglab import data
+from scalinglab.papers import porian
 from scalinglab.errors import DataError, UserError
 
 ALL_PICKLES = ("porian-summary-rw", "porian-summary-owt2", "porian-summary-attention", "porian-summary-kaplan-tuned")
@@ -38,7 +39,7 @@ def test_a_pickle_that_is_not_a_summary_is_refused(tmp_path):
 def test_pickle_is_not_unpickled_before_the_checksum_matches(tmp_path, monkeypatch):
     path = _xz_pickle(tmp_path, {"a": [1.0]})
     ds = data.Dataset(name="toy-pickle", path=path.name, url="https://example.invalid/x", sha256="0" * 64,
-                      licence="test", description="test", format="file", loader="scalinglab.porian:points_loader")
+                      licence="test", description="test", format="file", loader="scalinglab.papers.porian:points_loader")
     reg = dict(data.registry(), **{"toy-pickle": ds})
     monkeypatch.setattr(data, "registry", lambda: reg)
     monkeypatch.setenv(data.MIRROR_ENV, str(tmp_path))

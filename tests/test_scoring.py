@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from scalinglab import scoring
+from scalinglab.inverse_scaling import scoring
 from scalinglab.errors import UserError
-from scalinglab.lm_adapters import GPTCheckpointLM, HFCausalLM
-from scalinglab.model import GPT, GPTConfig  # the tiny GPT comes from the real model module
+from scalinglab.inverse_scaling.adapters import GPTCheckpointLM, HFCausalLM
+from scalinglab.training.model import GPT, GPTConfig  # the tiny GPT comes from the real model module
 
 
 class ByteTokenizer:

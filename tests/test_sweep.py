@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import re
@@ -11,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import sweep
-from scalinglab.flops import step_at
+from scalinglab.errors import UserError
+from scalinglab.training import sweep
+from scalinglab.accounting.decoder import step_at
 from scalinglab.cli import main
-from scalinglab.model import GPTConfig
+from scalinglab.training.model import GPTConfig
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +89,7 @@ def test_gpu_profiles_are_wired_for_cuda():
     if not __import__("torch").cuda.is_available():  # no GPU here: the job must refuse, not fall back silently
         spec = sweep.plan("hoffmann", "gpu-quick", 50257)[0]
         with pytest.raises(ValueError, match="no GPU"):
-            sweep.run_job(sweep.asdict(spec), "/nonexistent")
+            sweep.run_job(dataclasses.asdict(spec), "/nonexistent")
 
 
 def _finished(db):
@@ -165,7 +167,7 @@ def test_kaplan_runs_log_every_budget_they_pass(cache, tmp_path):
         assert sorted(g["flops"]) == sorted(specs[run_id].budgets)
     assert points.groupby("run_id").size().max() >= 2
     # each finished run leaves its weights for others (e.g. inverse scaling) to load, named by run
-    from scalinglab.model import load_checkpoint
+    from scalinglab.training.model import load_checkpoint
 
     run_id = points["run_id"].iloc[0]
     model, meta = load_checkpoint(sweep.checkpoint_path(db, run_id))
@@ -190,7 +192,7 @@ def test_seeds_replicate_the_grid_and_keep_the_first_seeds_run_ids():
         assert sorted(r.train["seed"] for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
         assert all({**r.train, "seed": 0} == {**cell[0].train, "seed": 0} and r.model == cell[0].model for r in cell)
     for bad in (0, -1, 1.5, True):
-        with pytest.raises(sweep.UserError, match="seeds must be a whole number"):
+        with pytest.raises(UserError, match="seeds must be a whole number"):
             sweep.plan("kaplan", prof, vocab_size=1024, seeds=bad)
 
 
@@ -205,7 +207,7 @@ def test_more_seeds_on_a_finished_database_train_only_the_new_replicates(cache, 
     new = sorted(set(after) - set(before))
     assert len(new) == len(before) + 1 and sum(r.endswith("-s1") for r in new) == len(before)
     con = sweep.connect(db)
-    assert sweep._meta(con)["seeds"] == 3 and sweep.summary_counts(con)["planned"] == 3 * len(before)
+    assert sweep.sweep_meta(con)["seeds"] == 3 and sweep.summary_counts(con)["planned"] == 3 * len(before)
     con.close()
     points = sweep.isoflop_points(db)
     assert set(points["replicate"]) == {0, 1, 2}
@@ -251,7 +253,7 @@ def test_submitit_records_the_other_runs_when_one_job_fails(cache, tmp_path):
     with con:
         con.execute("UPDATE runs SET spec = ? WHERE run_id = ?", (json.dumps(spec), first))
     con.close()
-    with pytest.raises(sweep.UserError, match=f"1 of 2 runs failed.*{re.escape(first)}.*TypeError"):
+    with pytest.raises(UserError, match=f"1 of 2 runs failed.*{re.escape(first)}.*TypeError"):
         sweep.run_sweep("hoffmann", "smoke", db, launcher="submitit", executor="local", max_runs=2, progress=False)
     status = dict(sqlite3.connect(db).execute("SELECT run_id, status FROM runs WHERE run_id IN (?, ?)",
                                               (first, second)).fetchall())
@@ -302,7 +304,7 @@ def test_report_recovers_a_known_exponent(tmp_path):
     env = rep["exponent_envelope"]
     assert abs(env["a"] - a_true) < 0.03 and env["n_sizes"] >= 2
     # utilisation on a GPU: FLOPs over the runs' wall-clock span (first start to last finish) and the H100 peak
-    from scalinglab.flops import flops_per_token
+    from scalinglab.accounting.decoder import flops_per_token
 
     flops = 45 * 10**6 * flops_per_token(64, 2, 1000, seq_len=128).with_attention
     assert rep["train_flops"] == pytest.approx(flops)
@@ -350,9 +352,9 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     assert sweep.seed_bootstrap(one)["a"] is None
     # ... which is what exponent_by_seed(noise="fallback") analyses for seed 0
     assert sweep.exponent_by_seed(db, noise="fallback")[0]["a"] == sweep.exponent(one)["a"]
-    with pytest.raises(sweep.UserError, match="noise must be measured or fallback"):
+    with pytest.raises(UserError, match="noise must be measured or fallback"):
         sweep.exponent_by_seed(db, noise="pooled")
-    with pytest.raises(sweep.UserError, match="no such sweep database"):
+    with pytest.raises(UserError, match="no such sweep database"):
         sweep.select_replicates(tmp_path / "none.db", [0], tmp_path / "x.db")
     # the same data as two "sweeps": a difference of 0 by every estimator, seeds included
     diffs = sweep.exponent_differences(db, db)
@@ -386,8 +388,8 @@ def test_workbook_full_profile_points_at_committed_results(tmp_path):
 def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     from dataclasses import replace
 
-    from scalinglab.flops import flops_per_token
-    from scalinglab.train import TrainConfig, train
+    from scalinglab.accounting.decoder import flops_per_token
+    from scalinglab.training.loop import TrainConfig, train
 
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), kaplan_warmup_tokens=2048,
@@ -403,7 +405,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
 
 
 def test_negative_max_runs_is_a_user_error(tmp_path):
-    with pytest.raises(sweep.UserError, match="max_runs must be at least 0, got -1"):
+    with pytest.raises(UserError, match="max_runs must be at least 0, got -1"):
         sweep.run_sweep("kaplan", "smoke", tmp_path / "k.db", max_runs=-1, progress=False)
     assert not (tmp_path / "k.db").exists()
 
@@ -411,7 +413,7 @@ def test_negative_max_runs_is_a_user_error(tmp_path):
 def test_planning_and_reports_do_not_import_torch(tmp_path):
     db = tmp_path / "empty.db"
     sweep.connect(db).close()
-    code = ("import sys; from scalinglab import sweep; sweep.plan('hoffmann', 'cpu', 1024); "
+    code = ("import sys; from scalinglab.training import sweep; sweep.plan('hoffmann', 'cpu', 1024); "
             "sweep.cost('kaplan', 'cpu', 1024); sweep.report(sys.argv[1]); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -426,9 +428,9 @@ def test_cli_choices_mirror_the_library():
 def test_a_db_that_is_not_sqlite_is_a_user_error(tmp_path, capsys):
     bad = tmp_path / "notes.db"
     bad.write_text("not sqlite\n")
-    with pytest.raises(sweep.UserError, match="notes.db: not a sweep database"):
+    with pytest.raises(UserError, match="notes.db: not a sweep database"):
         sweep.connect(bad)
-    with pytest.raises(sweep.UserError, match="not a sweep database"):
+    with pytest.raises(UserError, match="not a sweep database"):
         sweep.connect(tmp_path)  # a folder
     assert main(["sweep", "--preset", "kaplan", "--db", str(bad)]) == 2  # before any data is needed
     assert "not a sweep database" in capsys.readouterr().err

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from scalinglab.model import GPTConfig
-from scalinglab.train import TrainConfig, get_batch, lr_at, resolve_device, train
+from scalinglab.training.model import GPTConfig
+from scalinglab.training.loop import TrainConfig, get_batch, lr_at, resolve_device, train
 
 
 def test_cosine_schedule_warms_up_peaks_and_decays_to_the_floor():
@@ -102,7 +102,7 @@ def test_training_is_deterministic_and_resumes_bit_identically(tmp_path):
 
 
 def test_loss_falls_on_the_real_corpus(mirror, tmp_path, monkeypatch):
-    from scalinglab.tokenizer import get_tokenizer, token_cache
+    from scalinglab.training.tokenizer import get_tokenizer, token_cache
 
     torch.set_num_threads(1)
     tok = get_tokenizer("bpe512-t300000")

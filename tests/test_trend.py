@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from scalinglab.errors import UserError
-from scalinglab.trend import (TRENDS, TrendOptions, Dispersion, adjust_pvalues, adjust_trends, between_model_sd,
+from scalinglab.inverse_scaling.trend import (TRENDS, TrendOptions, Dispersion, adjust_pvalues, adjust_trends, between_model_sd,
                               classify_groups, classify_trend, critical_scale, pooled_dispersion)
 
 X = np.logspace(8, 11, 7)          # seven models over three decades

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalinglab import data, warmup
+from scalinglab.accounting import conventions
+from scalinglab import data
+from scalinglab.papers import warmup
 from scalinglab.errors import DataError, UserError
 
 KEY = "d=1024_l=12_h=16-64-0.003-0.033-64-5149020160-100-3e-05"
@@ -35,11 +37,11 @@ def test_bad_keys_are_one_line_errors_naming_the_key(key, error, message):
 
 def test_params_match_the_authors_count_for_a_released_model():
     # rw_original-d=96_l=8_h=4-1.0.json: params 10,569,312, params_no_embed 5,727,840 (the authors' numbers).
-    params, no_embed = warmup.openlm_params(96, 8, 4)
+    params, no_embed = conventions.openlm_params(96, 8, 4)
     assert (params[0], no_embed[0]) == (10_569_312, 5_727_840)
     # Heads that do not divide the width narrow attention (d=488, 12 heads: 480 dims), so fewer parameters.
-    narrow, _ = warmup.openlm_params(488, 4, 12)
-    full, _ = warmup.openlm_params(488, 4, 8)
+    narrow, _ = conventions.openlm_params(488, 4, 12)
+    full, _ = conventions.openlm_params(488, 4, 8)
     assert full[0] - narrow[0] == 4 * 4 * 488 * 8
 
 
@@ -210,7 +212,7 @@ def test_the_grid_loads_and_the_accounting_is_the_authors(grid):
     final = data.load("gadre2024-final-losses").drop_duplicates("arch")
     final = final[final["arch"].str.startswith("d=")]
     shapes = final["arch"].str.extract(r"d=(\d+)_l=(\d+)_h=(\d+)").astype(int).to_numpy()
-    params, no_embed = warmup.openlm_params(shapes[:, 0], shapes[:, 1], shapes[:, 2])
+    params, no_embed = conventions.openlm_params(shapes[:, 0], shapes[:, 1], shapes[:, 2])
     assert len(final) == 4
     assert (params == final["params"].to_numpy()).all() and (no_embed == final["params_no_embed"].to_numpy()).all()
 

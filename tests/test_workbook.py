@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from scalinglab.workbook import Workbook, project_root, resolve_profile
+from scalinglab.harness.workbook import Workbook, project_root, resolve_profile
 
 
 def test_profile_env_overrides_the_parameter(monkeypatch):

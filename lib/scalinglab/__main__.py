@@ -1,3 +1,4 @@
+"""``python -m scalinglab``: the command line, as the ``scalinglab`` script."""
 import sys
 
 from scalinglab.cli import main

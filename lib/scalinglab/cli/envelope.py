@@ -1,7 +1,7 @@
 """`scalinglab envelope`: Hoffmann's Approach 1 on a long table of training curves.
 
 The envelope, its power laws and the bootstrap over runs all come from
-``scalinglab.envelope.fit_envelope``; reading the table, --where and
+``scalinglab.fitting.envelope.fit_envelope``; reading the table, --where and
 --group-by are `scalinglab isoflop`'s own helpers. This module only resolves
 the columns, checks each group and prints. pandas is imported inside the
 command, never at the top, and torch never.
@@ -107,9 +107,9 @@ def _run(args) -> int:
     import json
     import sys
 
-    from scalinglab import envelope
+    from scalinglab.fitting import envelope
     from scalinglab.errors import UserError
-    from scalinglab.workbook import _jsonable
+    from scalinglab.harness.workbook import _jsonable
 
     check_method(args.method, envelope.METHODS)
     check_resampling(args)

@@ -62,7 +62,8 @@ def register(sub) -> None:
 
 def _options(args):
     """FitOptions from --fix and --tie-exponents, or a UserError naming the flag and the value."""
-    from scalinglab import fit as F
+    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.options import fixed_value, param_name
     from scalinglab.errors import UserError
 
     fixed = []
@@ -72,8 +73,8 @@ def _options(args):
             raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(F.PARAMS)}, "
                             "e.g. --fix E=1.69")
         try:
-            canon = F.param_name(name)
-            fixed.append((canon, F.fixed_value(canon, value.strip())))
+            canon = param_name(name)
+            fixed.append((canon, fixed_value(canon, value.strip())))
         except UserError as exc:
             raise UserError(f"--fix {text}: {exc}") from None
     try:
@@ -127,10 +128,10 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab import fit as F
+    from scalinglab.fitting import approach3 as F
     from scalinglab.cli.tables import check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.workbook import _jsonable
+    from scalinglab.harness.workbook import _jsonable
 
     opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
@@ -148,7 +149,7 @@ def _run(args) -> int:
     if args.compute:
         F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
     if args.plot:
-        from scalinglab.fitplot import check_plot_path
+        from scalinglab.fitting.plot import check_plot_path
 
         check_plot_path(args.plot)
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
@@ -157,7 +158,7 @@ def _run(args) -> int:
     try:
         labels = None
         if args.bootstrap_by:
-            from scalinglab import holdout as H
+            from scalinglab.fitting import holdout as H
 
             labels = H.group_labels(table, args.bootstrap_by)
             boot.update(unit=args.bootstrap_by)
@@ -165,7 +166,7 @@ def _run(args) -> int:
             N, D, L, names = F.runs_from_table(table, drop_highest=args.drop_highest, **cols)
             res = F.fit_arrays(N, D, L, opts, names=names, **boot)
         else:
-            from scalinglab import holdout as H
+            from scalinglab.fitting import holdout as H
 
             if args.holdout:
                 boot.pop("unit", None)
@@ -197,7 +198,7 @@ def _run(args) -> int:
     predictions = getattr(check, "heldout", check)
     allocation = F.compute_optimal(res, args.compute) if args.compute else None
     if args.plot:
-        from scalinglab.fitplot import save_fit_figure
+        from scalinglab.fitting.plot import save_fit_figure
 
         others = None if predictions is None else (predictions.N, predictions.D, predictions.actual)
         what = "held out" if args.holdout else f"from {check_label}"
@@ -232,7 +233,7 @@ def _run(args) -> int:
 
 
 def _table(res, label: str, dropped: int) -> str:
-    from scalinglab import fit as F
+    from scalinglab.fitting import approach3 as F
 
     bs = res.bootstrap
     lines = [f"{label}: {res.n_rows} runs" + (f" ({dropped} highest losses dropped)" if dropped else "")

@@ -14,7 +14,7 @@ def register(sub) -> None:
                     "over the classes; acc_norm = lm-evaluation-harness's per-character normalisation. "
                     "Sequence-probability tasks: loss = the completion's negative log-likelihood.",
     )
-    p.add_argument("--task", required=True, help="task name, e.g. neqa, memo-trap (scalinglab.inverse.TASKS)")
+    p.add_argument("--task", required=True, help="task name, e.g. neqa, memo-trap (scalinglab.inverse_scaling.tasks.TASKS)")
     p.add_argument("--model", required=True, help="hf:NAME (needs transformers and the hub or a local folder) "
                                                   "or a path to a scalinglab .pt checkpoint")
     p.add_argument("--limit", type=int, default=None, help="score only the first K examples")
@@ -26,7 +26,9 @@ def register(sub) -> None:
 def _inverse_eval(args) -> int:
     import time
 
-    from scalinglab import inverse, lm_adapters, scoring
+    from scalinglab.inverse_scaling import tasks as inverse
+    from scalinglab.inverse_scaling import adapters as lm_adapters
+    from scalinglab.inverse_scaling import scoring
     from scalinglab.errors import UserError
 
     if args.limit is not None and args.limit < 1:
@@ -42,7 +44,7 @@ def _inverse_eval(args) -> int:
     out = dict(task=task.name, metric=task.metric, model=lm.name, params=lm.params, **summary,
                seconds=round(time.perf_counter() - t0, 3))
     if args.json:
-        from scalinglab.workbook import _jsonable
+        from scalinglab.harness.workbook import _jsonable
 
         print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (one example's loss_se) -> null
         return 0

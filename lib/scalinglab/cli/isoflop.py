@@ -1,6 +1,6 @@
 """`scalinglab isoflop`: Hoffmann's Approach 2 on a table of runs.
 
-Each budget's optimal N comes from ``scalinglab.isoflop.budget_optima`` and the
+Each budget's optimal N comes from ``scalinglab.fitting.isoflop.budget_optima`` and the
 exponent a of N_opt ∝ C^a from ``isoflop.fit_exponent``; this module only reads
 the table, selects rows, splits it into groups and prints. pandas is imported
 inside the command (the optima need it), never at the top, and torch never.
@@ -67,9 +67,9 @@ def _run(args) -> int:
     import json
     import sys
 
-    from scalinglab import isoflop
+    from scalinglab.fitting import isoflop
     from scalinglab.errors import UserError
-    from scalinglab.workbook import _jsonable
+    from scalinglab.harness.workbook import _jsonable
 
     check_method(args.method, isoflop.METHODS)
     check_resampling(args)

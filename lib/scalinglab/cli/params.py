@@ -11,7 +11,7 @@ def register(sub) -> None:
         help="count a decoder's parameters (Kaplan's, standard, total) and FLOPs per token",
         description="Parameter counts under Kaplan's (non-embedding), the standard (+ output head) and the "
                     "total convention, and training FLOPs per token. The counted tensors are listed in "
-                    "scalinglab.flops.",
+                    "scalinglab.accounting.decoder.",
     )
     p.add_argument("--width", type=int, required=True, help="model width d_model")
     p.add_argument("--depth", type=int, required=True, help="number of layers")
@@ -26,7 +26,7 @@ def register(sub) -> None:
 
 
 def _params(args) -> int:
-    from scalinglab.flops import count_params, flops_per_token
+    from scalinglab.accounting.decoder import count_params, flops_per_token
 
     kw = dict(seq_len=args.seq, mlp=args.mlp, tied=args.tied, bias=not args.no_bias)
     counts = count_params(args.width, args.depth, args.vocab, **kw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-# Mirror scalinglab.sweep (CLI modules import only argparse at the top, to start fast);
+# Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
 PRESETS = ("kaplan", "hoffmann")
 PROFILES = ("smoke", "cpu", "gpu-quick", "gpu")
@@ -98,7 +98,7 @@ def _print_report(rep: dict, as_json: bool) -> None:
 
 
 def _sweep(args) -> int:
-    from scalinglab import sweep
+    from scalinglab.training import sweep
 
     sweep.run_sweep(args.preset, args.profile, args.db, launcher=args.launcher, max_runs=args.max_runs,
                     workers=args.workers, seeds=args.seeds,
@@ -108,7 +108,7 @@ def _sweep(args) -> int:
 
 
 def _report(args) -> int:
-    from scalinglab import sweep
+    from scalinglab.training import sweep
 
     _print_report(sweep.report(args.db), args.json)
     return 0

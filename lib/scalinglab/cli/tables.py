@@ -57,7 +57,7 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
     """
     import pandas as pd
 
-    from scalinglab import holdout
+    from scalinglab.fitting import holdout
     from scalinglab.errors import UserError
 
     for text in where:  # one at a time, so that an empty result names the condition that emptied it

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-# Kept here rather than imported from scalinglab.trend, whose import path is heavier than the CLI's start allows.
+# Kept here rather than imported from scalinglab.inverse_scaling.trend, whose import path is heavier than the CLI's start allows.
 DISPERSIONS = ("binomial", "group", "pooled")
 ADJUSTMENTS = ("fdr_bh", "holm", "none")
 
@@ -46,7 +46,7 @@ def _trend(args) -> int:
     import pandas as pd
 
     from scalinglab.errors import UserError
-    from scalinglab.trend import TrendOptions, adjust_trends, classify_groups, pooled_dispersion
+    from scalinglab.inverse_scaling.trend import TrendOptions, adjust_trends, classify_groups, pooled_dispersion
 
     path = Path(args.csv)
     if not path.is_file():
@@ -73,7 +73,7 @@ def _trend(args) -> int:
         table = adjust_trends(table, alpha=args.alpha, method=args.adjust)
     rows = table.to_dict(orient="records")
     if args.json:
-        from scalinglab.workbook import _jsonable
+        from scalinglab.harness.workbook import _jsonable
 
         print(json.dumps(_jsonable(rows), indent=2, allow_nan=False))  # NaN (untestable groups) -> null
         return 0

@@ -1,0 +1,407 @@
+"""The Chinchilla parametric law L(N, D) = E + A/N^α + B/D^β, fitted as Hoffmann did.
+
+Hoffmann et al. 2022 (Approach 3, Appendix D.2) fit the law in log space,
+
+    log L̂ = LSE(a − α log N, b − β log D, e),   A = eᵃ, B = eᵇ, E = eᵉ,
+
+minimising the Huber loss (δ = 1e-3) of the log residuals, summed over runs,
+with L-BFGS from a grid of 4,500 starts. Besiroglu et al. 2024 (Epoch AI)
+showed that averaging instead of summing shrinks the objective n-fold, so
+L-BFGS-B's default tolerances stop it far from the optimum;
+``lbfgs_per_start(..., reduction="mean")`` reproduces that trap.
+
+Here all 4,500 starts are scored at once, the best are optimised together by
+a batched Newton solver (numpy, one array over all starts, exact Hessian
+where it is positive definite, IRLS Gauss-Newton elsewhere, line search on
+the true objective), and the bootstrap re-fits every row resample at once in
+the same solver, warm-started from the point estimate, each resample being a
+row of resample counts used as weights. ``bench/bench_fit.py`` checks the
+result against scipy's L-BFGS-B run from every start.
+
+Constraints (``FitOptions(fixed=..., tie_exponents=...)``) hold parameters at
+given values or tie β to α (Gadre et al. 2024's form). The solver then moves
+only the free coordinates φ, with θ = c + T·φ (``Parametrisation``), so a
+constrained fit is the same Newton solver on fewer coordinates, not a box
+squeezed shut; the grid is projected onto φ and deduplicated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from scalinglab.errors import UserError
+from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
+from scalinglab.fitting.options import FitOptions, Parametrisation, exact_fixed, hoffmann_grid, min_rows, parametrisation
+from scalinglab.fitting.results import Bootstrap, FitResult
+from scalinglab.fitting.solver import batched_solve, objective, projected_grad, law_terms, value_and_grad
+
+# --- data checks -----------------------------------------------------------
+
+
+def positive_logs(values, name: str) -> np.ndarray:
+    """log of a column that must be finite and positive, or a UserError naming the first bad row."""
+    x = np.asarray(values, dtype=float).ravel()
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise UserError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at row {bad[0]})")
+    bad = np.flatnonzero(x <= 0)
+    if bad.size:
+        raise UserError(f"column {name!r} must be positive; row {bad[0]} is {x[bad[0]]:g}")
+    return np.log(x)
+
+
+def describe_free(options: FitOptions | None = None) -> str:
+    """The free parameters in words, e.g. 'E, A, B, alpha (beta = alpha)'."""
+    P = parametrisation(options)
+    return ", ".join(P.names) + (" (beta = alpha)" if P.tied else "")
+
+
+def check_identifiable(N, D, L, names=("N", "D", "loss"),
+                       options: FitOptions | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logs of N, D, L as float arrays, or a UserError saying why the law cannot be fitted
+    (with ``options``' constraints: fixed parameters need no data)."""
+    arrays = [positive_logs(x, name) for x, name in zip((N, D, L), names)]
+    logN, logD, logL = arrays
+    P = parametrisation(options)
+    free = set(P.names)
+    if len(logN) < min_rows(len(free)):
+        raise UserError(f"need at least {min_rows(len(free))} runs to fit {describe_free(options)}; "
+                        f"got {len(logN)}")
+    # How many distinct N and D. With D varying at each N, the runs pin the N term A/N^alpha only up
+    # to a constant (E absorbs it): through the k_N − 1 differences between its k_N distinct values;
+    # likewise the D term through k_D − 1. Their common level is one more equation, spent on E when E
+    # is free. Each free parameter needs an equation of its own: A and alpha from N's differences, B
+    # and beta from D's, a tied exponent from either, and any one of them from the level when E is
+    # fixed. So the full law needs 3 distinct N and 3 distinct D (as Hoffmann's form always did), with
+    # alpha fixed 2 distinct N are enough, and with E fixed as well a single N.
+    spare_level = int("E" not in free)
+    spare = {}
+    for col, term in ((names[0], ("A", "alpha")), (names[1], ("B", "beta"))):
+        x = logN if term[0] == "A" else logD
+        k = np.unique(np.round(x, 6)).size
+        own = [p for p in term if p in free and not (P.tied and p == "alpha")]
+        short = max(0, len(own) - (k - 1))
+        borrowed = min(short, spare_level)
+        spare_level -= borrowed
+        if short > borrowed:
+            easier = [p for p in (term[1], "E") if p in free and (p == "E" or len(own) == 2)]
+            hint = f" (fixing {' or '.join(easier)} needs one fewer)" if easier else ""
+            raise UserError(f"column {col!r} takes fewer than {len(own) + 1 - borrowed} distinct values: "
+                            f"{' and '.join(own)} cannot be identified{hint}")
+        spare[col] = k - 1 - (len(own) - short)
+    if P.tied and sum(spare.values()) + spare_level < 1:
+        raise UserError(f"neither {names[0]!r} nor {names[1]!r} takes enough distinct values to identify "
+                        "the tied exponent alpha = beta")
+    # D ∝ N^k (e.g. every run at 20 tokens per parameter) confounds A/N^α with B/D^β, unless one of
+    # the two terms is fixed outright and so needs no telling apart.
+    fixed = dict(options.fixed) if options else {}
+    whole_term_fixed = {"A", "alpha"} <= fixed.keys() or {"B", "beta"} <= fixed.keys()
+    X = np.column_stack([np.ones_like(logN), logN])
+    resid = logD - X @ np.linalg.lstsq(X, logD, rcond=None)[0]
+    if resid.std() < 1e-2 and not whole_term_fixed:
+        raise UserError(f"log {names[1]} is a linear function of log {names[0]} (D ∝ N^k, e.g. a fixed "
+                        "tokens-per-parameter ratio): A/N^alpha and B/D^beta cannot be told apart; "
+                        "vary D at fixed N")
+    _check_below_fixed_floor(np.exp(logN), np.exp(logD), np.exp(logL), fixed, names)
+    return logN, logD, logL
+
+
+def _check_below_fixed_floor(N, D, L, fixed: dict[str, float], names) -> None:
+    """Every loss above what the fixed parts of the law already add up to: the law never goes below
+    E plus any fully fixed term, so a run under that floor contradicts the constraints."""
+    floor = np.zeros_like(L)
+    parts = []
+    if "E" in fixed:
+        floor += fixed["E"]
+        parts.append(f"E = {fixed['E']:g}")
+    for scale, exp, x, col in (("A", "alpha", N, names[0]), ("B", "beta", D, names[1])):
+        if scale in fixed and exp in fixed:
+            floor += fixed[scale] / x ** fixed[exp]
+            parts.append(f"the fixed {scale}/{col}^{exp}")
+    bad = np.flatnonzero(L <= floor)
+    if parts and bad.size:
+        i = bad[0]
+        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but row {i} has "
+                        f"{names[2]} {L[i]:.4g} ({bad.size} row(s) at or below the law's floor): fix a smaller value")
+
+
+# --- the fit ---------------------------------------------------------------
+
+
+def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width); a fixed one never
+    does (it was given, not found), a tied beta does when its alpha does."""
+    P = parametrisation(opts)
+    lo, hi = P.box(np.asarray(opts.lower), np.asarray(opts.upper))
+    x = P.phi(theta)
+    flags = np.minimum(x - lo, hi - x) < 1e-6 * (hi - lo)
+    return flags if P.identity else P.spread(flags, [(i, False) for i, _ in P.fixed])
+
+
+# Lower bounds that stand for a parameter's natural limit: E, A or B at e^-20 ≈ 2e-9 is zero, and an
+# exponent at 0 means no dependence. A replicate there is a real estimate (its data say "none"); one on
+# any other bound (an upper bound, or a floor a caller raised) is an artefact of the box.
+NATURAL_FLOOR = (-20.0, -20.0, -20.0, 0.0, 0.0)
+
+
+def natural_floor_shares(result: FitResult) -> dict[str, float]:
+    """Share of the counted bootstrap replicates with each parameter on its natural floor
+    (``NATURAL_FLOOR``: E, A or B ≈ 0, an exponent at 0). Those replicates count as estimates
+    ("these runs cannot tell the term from nothing"), so a large share says the interval reaches zero
+    because the data allow it, not because of the box. A fixed parameter was not estimated: 0. Empty
+    without a bootstrap."""
+    bs = result.bootstrap
+    if bs is None or not len(bs.samples):
+        return {}
+    on = _on_natural_floor(to_theta(bs.samples), result.options)
+    fixed = dict(result.options.fixed)
+    return {name: 0.0 if name in fixed else float(on[:, i].mean()) for i, name in enumerate(PARAMS)}
+
+
+def _on_natural_floor(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: coordinates on their lower bound (the bound flags' tolerance) where that bound is
+    the natural floor; a floor a caller raised above the natural one is not natural."""
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    return (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
+
+
+def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """(…, 5) bool: coordinates on a bound that is not the parameter's natural floor."""
+    return _bound_flags(theta, opts) & ~_on_natural_floor(theta, opts)
+
+
+def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
+               n_boot: int = 0, seed: int = 0, level: float = 0.95, names=("N", "D", "loss"),
+               progress: bool = False, groups=None, unit: str = "groups") -> FitResult:
+    """Fit L(N, D) to runs (N, D, L). ``starts`` defaults to Hoffmann's grid.
+
+    Every start is scored at once; the ``n_refine`` best are optimised together
+    by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
+    distinct solutions are then solved to convergence and the lowest wins.
+    numpy only: scipy stays off this path so that the CLI starts fast.
+
+    With constraints in ``options`` the starts are projected onto the free
+    coordinates and deduplicated (tying the exponents leaves 900 of the 4,500).
+    """
+    opts = options or FitOptions()
+    logN, logD, logL = check_identifiable(N, D, L, names, opts)
+    P = parametrisation(opts)
+    starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
+    if not P.identity:
+        starts = P.theta(np.unique(P.phi(starts), axis=0))
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+    score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
+    thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
+                                  max_iter=opts.grid_iters, **solve)
+    # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
+    order = np.argsort(fs)
+    _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
+    pick = order[np.sort(first)[: opts.n_polish]]
+    finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
+    thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
+    best = int(np.argmin(fs))
+    theta, f = thetas[best], float(fs[best])
+    g = value_and_grad(theta, logN, logD, logL, opts.delta)[1]
+    grad_norm = float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
+    flags = _bound_flags(theta, opts)
+    at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
+    ok = converged[best] and grad_norm <= opts.status_gtol
+    unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
+    status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "max_iter")
+    result = FitResult(*exact_fixed(to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
+                       unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,
+                       options=opts)
+    if n_boot:
+        result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
+                                                      progress=progress, groups=groups, unit=unit))
+    return result
+
+
+# Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
+# gradient, stay where the start put them, and a bootstrap shows them with zero spread, as if known.
+NEGLIGIBLE_TERM = 1e-6
+
+
+def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[str, ...]:
+    """Free parameters of a term negligible at every run, e.g. A and alpha under ``--fix alpha=10``.
+
+    Unconstrained fits reach this only on a bound (A at its floor, an exponent at 5: ``at_bound``); a
+    fixed value can put it anywhere. A tied alpha stays identified through the other term."""
+    _, pE, pA, pB = law_terms(theta[None, :], logN, logD)
+    free = set(P.names)
+    out = []
+    for weight, params in ((pE, ("E",)), (pA, ("A", "alpha")), (pB, ("B", "beta"))):
+        if weight.max() < NEGLIGIBLE_TERM:
+            out += [p for p in params if p in free and p not in at_bound and not (P.tied and p == "alpha")]
+    return tuple(p for p in PARAMS if p in out)
+
+
+def progress_bar(iterable, desc: str, on: bool):
+    """``iterable`` with a tqdm bar when ``on`` (tqdm is imported only then)."""
+    if not on:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc)
+
+
+def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, n) counts of each row in each resample (rows drawn with replacement)."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
+def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
+    with replacement, and every row counts as often as its group was drawn. With one row per group
+    this is ``resample_counts`` (same draws for the same seed)."""
+    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    k = int(inverse.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
+    return drawn[:, inverse]
+
+
+def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
+              chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups") -> Bootstrap:
+    """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
+
+    ``groups`` (one label per run) resamples whole groups instead of rows (``group_counts``): when
+    several rows come from one model (checkpoints, cooldowns, eval sets) they share its seed, data
+    order and shape, so the model is the independent unit, and resampling rows would treat its
+    rows as independent evidence and make the intervals too narrow. ``unit`` names the groups.
+    A replicate counts when ``batched_solve`` converged (projected gradient
+    < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
+    rest are counted in ``n_failed`` and left out of the SEs and intervals.
+    Replicates on a natural floor (E, A or B ≈ 0; an exponent at 0) count:
+    leaving them out would pull the intervals away from zero exactly when
+    the data cannot tell a term from nothing.
+    """
+    opts = result.options
+    P = parametrisation(opts)
+    logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
+    if groups is None:
+        counts, unit, n_units = resample_counts(len(logL), n_boot, seed), "runs", len(logL)
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != logL.shape:
+            raise UserError(f"{groups.size} group labels for {len(logL)} runs")
+        counts, n_units = group_counts(groups, n_boot, seed), len(np.unique(groups))
+        if n_units < 2:
+            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {len(logL)} runs are in one")
+    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    thetas, oks = [], []
+    # Chunks keep the (K, n, 5) Jacobian small.
+    for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
+        W = counts[start:start + chunk]
+        th0 = np.repeat(result.theta[None, :], len(W), axis=0)
+        th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
+                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+        thetas.append(th)
+        oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
+    theta, ok = np.concatenate(thetas), np.concatenate(oks)
+    fixed = dict(opts.fixed)
+    # a = β/(α+β) is 0.5 exactly when β = α, and constant when both exponents are fixed.
+    constant = tuple(fixed) + (("a", "b") if P.tied or {"alpha", "beta"} <= fixed.keys() else ())
+    return Bootstrap(samples=exact_fixed(to_params(theta[ok]), opts), converged=ok, n_boot=n_boot,
+                     n_failed=int((~ok).sum()), level=level, seed=seed, free=P.names, constant=constant,
+                     unit=unit, n_units=n_units)
+
+
+def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                    c_col: str | None = None, drop_highest: int = 0):
+    """(N, D, L, names) from a DataFrame or a dict of columns; D = C/(6N) when ``c_col`` is given.
+
+    Every value is checked (a number, finite, positive) before the
+    ``drop_highest`` highest losses are removed, so row numbers in errors are the table's.
+    """
+    cols = [n_col, loss_col, c_col or d_col]
+    absent = [c for c in cols if c not in table]
+    if absent:
+        raise UserError(f"no column {absent[0]!r}; the table has {', '.join(map(str, table))}")
+    N, L, X = (_column(table, c) for c in cols)
+    for x, c in zip((N, L, X), cols):
+        positive_logs(x, c)
+    D, d_name = (X / (6.0 * N), f"{c_col}/(6*{n_col})") if c_col else (X, d_col)
+    keep = keep_below_highest(L, drop_highest)
+    return N[keep], D[keep], L[keep], (n_col, d_name, loss_col)
+
+
+def fit(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *, c_col: str | None = None,
+        options: FitOptions | None = None, drop_highest: int = 0, n_boot: int = 0, seed: int = 0,
+        level: float = 0.95, progress: bool = False) -> FitResult:
+    """Fit a table of runs (DataFrame or dict of columns). Give D (``d_col``) or compute (``c_col``).
+
+    ``drop_highest`` removes the K highest-loss rows first (Epoch drops 5 of 245).
+    """
+    N, D, L, names = runs_from_table(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=drop_highest)
+    return fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
+
+
+ALLOCATION = ("n_opt", "d_opt", "tokens_per_param", "loss")
+
+
+def check_budgets(C) -> np.ndarray:
+    """Compute budgets as a 1-d array, or a UserError naming the first that is not a positive number."""
+    C = np.atleast_1d(np.asarray(C, float))
+    bad = ~np.isfinite(C) | (C <= 0)
+    if bad.any():
+        raise UserError(f"compute budgets must be positive numbers of FLOP, not {C[bad][0]:g}")
+    return C
+
+
+def compute_optimal(result: FitResult, C, level: float | None = None) -> list[dict[str, Any]]:
+    """What the fitted law says to train at each compute budget C (FLOP, C = 6ND): N_opt, D_opt, tokens
+    per parameter and the loss at that optimum, each with a percentile interval over the bootstrap
+    replicates when the fit has them (``level`` defaults to the bootstrap's).
+
+    The intervals carry the parameters' uncertainty only, and far beyond the fitted runs they also rest on
+    the law's form holding there (notebook 04 shows where it does not)."""
+    C = check_budgets(C)
+    bs = result.bootstrap
+    replicates = ScalingLaw(*bs.samples.T) if bs is not None and len(bs.samples) else None  # columns as arrays
+    level = bs.level if level is None and bs is not None else (level or 0.95)
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+
+    def allocation(law: ScalingLaw, c: float) -> dict[str, np.ndarray]:
+        n, d = law.n_opt(c), law.d_opt(c)
+        return dict(n_opt=n, d_opt=d, tokens_per_param=d / n, loss=law.loss(n, d))
+
+    out = []
+    for c in C:
+        row: dict[str, Any] = {"C": float(c), **{k: float(v) for k, v in allocation(result, c).items()}}
+        if replicates is not None:
+            reps = allocation(replicates, c)
+            row["ci"] = {k: tuple(float(x) for x in np.percentile(reps[k], q)) for k in ALLOCATION}
+            row["level"] = level
+        out.append(row)
+    return out
+
+
+def keep_below_highest(L, k: int) -> np.ndarray:
+    """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
+    L = np.asarray(L, float)
+    if k < 0:
+        raise UserError(f"--drop-highest must be >= 0, not {k}")
+    if k >= len(L):
+        raise UserError(f"cannot drop the {k} highest losses of {len(L)} rows")
+    keep = np.ones(len(L), bool)
+    if k:
+        keep[np.argsort(L, kind="stable")[len(L) - k:]] = False
+    return keep
+
+
+def _column(table, col: str) -> np.ndarray:
+    try:
+        return np.asarray(table[col], dtype=float)
+    except (TypeError, ValueError):
+        for i, v in enumerate(table[col]):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise UserError(f"column {col!r} holds a non-number at row {i}: {v!r}") from None
+        raise
+

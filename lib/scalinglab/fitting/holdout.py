@@ -1,0 +1,448 @@
+"""Held-out checks: fit L(N, D) on some runs, predict the others, report the relative errors.
+
+A fitted law is only as good as its extrapolation, so the test of one is runs
+it never saw: over-trained runs (large D/N) or larger models. ``holdout``
+splits a table by a mask or by small conditions (``"tokens>1e11"``), fits the
+training part with ``fit.fit_arrays`` and returns per-row predictions,
+relative errors and a summary. When a bootstrap was run, each converged
+replicate predicts every held-out row, and the percentiles of those
+predictions give an interval.
+
+That interval is parameter uncertainty only: it has no term for run-to-run
+noise or for the law's form being wrong, so held-out runs falling outside it
+say the form (or the training range) does not extrapolate, not that the
+interval is too narrow by a constant. It is also only as wide as the
+resampling unit allows: when several rows come from one model (checkpoints,
+cooldowns, eval sets), those rows are not independent, and ``groups=``
+resamples whole models (a cluster bootstrap) instead of rows.
+``leave_one_group_out`` is the matching control: how far off is a model of
+the kind the law *was* fitted on, when it is left out?
+
+Conditions are ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``:
+the cell contains VALUE as a substring). They are parsed here, never
+evaluated, and numpy is the only dependency, so ``scalinglab fit`` keeps its
+fast start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from scalinglab.fitting import approach3 as F
+from scalinglab.errors import UserError
+
+OPS = ("<=", ">=", "==", "!=", "<", ">", "~")  # two-character operators first, so "<=" is not read as "<"
+NUMERIC_OPS = ("<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One row filter, ``column op value``; ``text`` is what the user wrote, for messages."""
+
+    column: str
+    op: str
+    value: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def mask(self, table) -> np.ndarray:
+        """Boolean mask over the table's rows, or a UserError naming the column or value."""
+        if self.column not in table:
+            raise UserError(f"{self.text!r}: no column {self.column!r}; the table has {', '.join(map(str, table))}")
+        cells = list(table[self.column])
+        if self.op == "~":
+            return np.array([self.value in str(c) for c in cells], bool)
+        number = _number(self.value)
+        if self.op in NUMERIC_OPS:
+            if number is None:
+                raise UserError(f"{self.text!r}: {self.value!r} is not a number ({self.op} compares numbers)")
+            x = _numbers(cells, self)
+            return {"<": x < number, "<=": x <= number, ">": x > number, ">=": x >= number}[self.op]
+        # == and != compare as numbers when both sides are numbers ("1" == "1.0"), else as text.
+        numeric = [_number(str(c)) for c in cells]
+        if number is not None and all(v is not None for v in numeric):
+            eq = np.array(numeric, float) == number
+        else:
+            eq = np.array([str(c).strip() == self.value for c in cells], bool)
+        return eq if self.op == "==" else ~eq
+
+
+def parse_condition(text: str) -> Condition:
+    """``"COL OP VALUE"`` → Condition; spaces around OP are allowed, quotes around VALUE dropped."""
+    s = str(text)
+    at = min((i for i in (s.find(op) for op in OPS) if i >= 0), default=-1)
+    if at <= 0:
+        raise UserError(f"{s!r}: expected COL OP VALUE with OP one of {' '.join(OPS)} (e.g. 'tokens>1e11')")
+    op = next(o for o in OPS if s.startswith(o, at))
+    column, value = s[:at].strip(), s[at + len(op):].strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    if not column or not value:
+        raise UserError(f"{s!r}: expected COL OP VALUE with OP one of {' '.join(OPS)} (e.g. 'tokens>1e11')")
+    return Condition(column, op, value, s)
+
+
+def _number(text: str) -> float | None:
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        return None
+    return x
+
+
+def _numbers(cells: list, cond: Condition) -> np.ndarray:
+    out = np.empty(len(cells))
+    for i, c in enumerate(cells):
+        x = _number(c)
+        if x is None:
+            raise UserError(f"{cond.text!r}: column {cond.column!r} holds a non-number at row {i}: {c!r}")
+        out[i] = x
+    return out
+
+
+def _conditions(conds) -> list[Condition]:
+    if conds is None:
+        return []
+    if isinstance(conds, (str, Condition)):
+        conds = [conds]
+    return [c if isinstance(c, Condition) else parse_condition(c) for c in conds]
+
+
+def _n_rows(table) -> int:
+    return len(next(iter(table.values())) if isinstance(table, dict) else table)
+
+
+def where(table, conditions) -> np.ndarray:
+    """Rows matching every condition (AND); all rows when there are none."""
+    mask = np.ones(_n_rows(table), bool)
+    for cond in _conditions(conditions):
+        mask &= cond.mask(table)
+    return mask
+
+
+def any_of(table, conditions) -> np.ndarray:
+    """Rows matching at least one condition (OR): several --holdout flags hold out their union."""
+    mask = np.zeros(_n_rows(table), bool)
+    for cond in _conditions(conditions):
+        mask |= cond.mask(table)
+    return mask
+
+
+# --- predictions ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """A law's predictions for some runs, with their table rows, actual losses and errors.
+
+    ``rel_error`` is (predicted − actual)/actual: negative means the law
+    promised a lower loss than the run reached. ``lower``/``upper`` are the
+    bootstrap interval at ``level`` (NaN without a bootstrap).
+    """
+
+    rows: np.ndarray
+    N: np.ndarray
+    D: np.ndarray
+    actual: np.ndarray
+    predicted: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    level: float
+    draws: np.ndarray | None = None  # (replicates, rows): each bootstrap replicate's predictions
+
+    @property
+    def rel_error(self) -> np.ndarray:
+        return (self.predicted - self.actual) / self.actual
+
+    def subset(self, keep) -> "Predictions":
+        """The same predictions for the rows where ``keep`` (a mask over these rows) is True."""
+        keep = np.asarray(keep, bool)
+        cut = {k: getattr(self, k)[keep] for k in ("rows", "N", "D", "actual", "predicted", "lower", "upper")}
+        return replace(self, **cut, draws=None if self.draws is None else self.draws[:, keep])
+
+    def error_intervals(self, level: float | None = None) -> dict[str, tuple[float, float]]:
+        """Percentile intervals over the bootstrap replicates for the summary's error statistics
+        (``mean_rel_error``, ``mean_abs_rel_error``, ``median_abs_rel_error``, ``max_abs_rel_error``).
+
+        Each replicate's law predicts every row, and the statistic is taken over those predictions
+        against the same actual losses: parameter uncertainty only, as for the per-row intervals.
+        NaN without a bootstrap."""
+        names = ("mean_rel_error", "mean_abs_rel_error", "median_abs_rel_error", "max_abs_rel_error")
+        if self.draws is None or not len(self.draws):
+            return {k: (float("nan"), float("nan")) for k in names}
+        level = self.level if level is None else level
+        err = self.draws / self.actual - 1.0
+        stats = {"mean_rel_error": err.mean(axis=1), "mean_abs_rel_error": np.abs(err).mean(axis=1),
+                 "median_abs_rel_error": np.median(np.abs(err), axis=1),
+                 "max_abs_rel_error": np.abs(err).max(axis=1)}
+        q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+        return {k: tuple(float(x) for x in np.percentile(v, q)) for k, v in stats.items()}
+
+    @property
+    def has_interval(self) -> bool:
+        return bool(np.isfinite(self.lower).any())
+
+    @property
+    def inside(self) -> np.ndarray:
+        """Whether each actual loss lies in its interval (False without one)."""
+        return (self.actual >= self.lower) & (self.actual <= self.upper)
+
+    def summary(self) -> dict[str, Any]:
+        err = np.abs(self.rel_error)
+        worst = int(np.argmax(err))
+        out: dict[str, Any] = {"n": len(err), "mean_abs_rel_error": float(err.mean()),
+                               "median_abs_rel_error": float(np.median(err)), "max_abs_rel_error": float(err[worst]),
+                               "worst_row": int(self.rows[worst]), "mean_rel_error": float(self.rel_error.mean())}
+        if self.has_interval:
+            out["level"] = self.level
+            out["n_inside_interval"] = int(self.inside.sum())
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for i in range(len(self.rows)):
+            row = {"row": int(self.rows[i]), "N": float(self.N[i]), "D": float(self.D[i]),
+                   "actual": float(self.actual[i]), "predicted": float(self.predicted[i]),
+                   "rel_error": float(self.rel_error[i])}
+            if self.has_interval:
+                row["interval"] = [float(self.lower[i]), float(self.upper[i])]
+            rows.append(row)
+        return {"summary": self.summary(), "rows": rows}
+
+
+def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None = None) -> Predictions:
+    """Predict runs (N, D) with ``result`` and compare with ``actual``; intervals from its bootstrap, if any."""
+    N, D, actual = (np.asarray(x, float).ravel() for x in (N, D, actual))
+    bs = result.bootstrap
+    level = level if level is not None else (bs.level if bs is not None else 0.95)
+    lower = upper = np.full(len(N), np.nan)
+    draws = None
+    if bs is not None and len(bs.samples):
+        E, A, B, al, be = (bs.samples[:, i, None] for i in range(5))
+        draws = E + A / N**al + B / D**be  # (replicates, runs)
+        lower, upper = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
+    rows = np.arange(len(N)) if rows is None else np.asarray(rows, int)
+    return Predictions(rows=rows, N=N, D=D, actual=actual, predicted=np.asarray(result.loss(N, D), float),
+                       lower=lower, upper=upper, level=level, draws=draws)
+
+
+@dataclass(frozen=True)
+class HoldoutResult:
+    """The fit on the training rows and its predictions for the held-out rows (row numbers are the table's)."""
+
+    fit: F.FitResult
+    train_rows: np.ndarray
+    heldout: Predictions
+    conditions: tuple[str, ...] = ()
+    # What the bootstrap resampled: None for rows, else what names the groups (a column) and how many
+    # of them the training rows hold.
+    groups: str | None = None
+    n_groups: int | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return self.heldout.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"conditions": list(self.conditions), "n_train": len(self.train_rows)}
+        if self.groups is not None:
+            out.update(bootstrap_groups=self.groups, n_groups=self.n_groups)
+        return {**out, **self.heldout.to_dict()}
+
+
+def _checked(table, col: str, rows: np.ndarray) -> np.ndarray:
+    """A column's values at ``rows``, finite and positive, or a UserError naming the table's row."""
+    if col not in table:
+        raise UserError(f"no column {col!r}; the table has {', '.join(map(str, table))}")
+    cells = list(table[col])
+    out = np.empty(len(rows))
+    for k, i in enumerate(rows):
+        x = _number(cells[i])
+        if x is None:
+            raise UserError(f"column {col!r} holds a non-number at row {i}: {cells[i]!r}")
+        if not np.isfinite(x):
+            raise UserError(f"column {col!r} has a missing or non-finite value at row {i}")
+        if x <= 0:
+            raise UserError(f"column {col!r} must be positive; row {i} is {x:g}")
+        out[k] = x
+    return out
+
+
+def runs_at(table, rows, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+            c_col: str | None = None):
+    """(N, D, L, names) of the given rows; D = C/(6N) when ``c_col`` is given. Errors name table rows."""
+    rows = np.asarray(rows, int)
+    N, L, X = (_checked(table, c, rows) for c in (n_col, loss_col, c_col or d_col))
+    if c_col:
+        return N, X / (6.0 * N), L, (n_col, f"{c_col}/(6*{n_col})", loss_col)
+    return N, X, L, (n_col, d_col, loss_col)
+
+
+def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+            c_col: str | None = None, select=None, options: F.FitOptions | None = None, drop_highest: int = 0,
+            n_boot: int = 0, seed: int = 0, level: float = 0.95, groups=None,
+            progress: bool = False) -> HoldoutResult:
+    """Fit the rows not held out and predict the held-out ones.
+
+    ``held_out``: a boolean mask over the table's rows, or conditions (a
+    string or a list; a row matching any is held out). ``select``: a mask or
+    conditions every row considered must match (rows outside it are neither
+    fitted nor predicted). ``drop_highest`` drops the K highest losses of the
+    training rows only: held-out runs are never edited.
+
+    ``groups``: a column name, or one label per table row, saying which rows
+    belong together (one model's checkpoints or cooldowns). The bootstrap
+    then resamples whole groups of training rows (``fit.bootstrap`` with
+    ``groups``, a cluster bootstrap) instead of rows, so its intervals count models, not rows.
+    """
+    n = _n_rows(table)
+    keep, out = rows_mask(table, select), rows_mask(table, held_out, match="any")
+    texts = tuple(str(c) for c in _conditions(held_out)) if not is_mask(held_out) else ()
+    what = " or ".join(map(repr, texts)) or "the hold-out mask"
+    if not keep.any():
+        chosen = "the selection mask" if is_mask(select) else " and ".join(repr(str(c)) for c in _conditions(select))
+        raise UserError(f"{chosen} matches none of the {n} rows")
+    test_rows, train_rows = np.flatnonzero(keep & out), np.flatnonzero(keep & ~out)
+    if not test_rows.size:
+        raise UserError(f"{what} holds out none of the {keep.sum()} selected rows")
+    if not train_rows.size:
+        raise UserError(f"{what} holds out all {keep.sum()} selected rows, leaving none to fit")
+    N, D, L, names = runs_at(table, train_rows, n_col, d_col, loss_col, c_col=c_col)
+    kept = F.keep_below_highest(L, drop_highest)
+    train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
+    labels = None if groups is None else group_labels(table, groups)
+    res = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress,
+                       groups=None if labels is None else labels[train_rows],
+                       unit=groups if isinstance(groups, str) else "groups")
+    tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
+    unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
+                                          n_groups=len(np.unique(labels[train_rows])))
+    return HoldoutResult(fit=res, train_rows=train_rows, heldout=predict(res, tN, tD, tL, rows=test_rows, level=level),
+                         conditions=texts, **unit)
+
+
+# --- resampling models, not rows ------------------------------------------
+
+
+def group_labels(table, groups) -> np.ndarray:
+    """One label (as text) per table row, from a column name or a sequence as long as the table."""
+    n = _n_rows(table)
+    what = "the group labels"
+    if isinstance(groups, str):
+        if groups not in table:
+            raise UserError(f"no column {groups!r} to group rows by; the table has {', '.join(map(str, table))}")
+        what = f"column {groups!r}"
+        groups = list(table[groups])
+    # A blank label would silently put every unlabelled row in one made-up group ("nan") and resample
+    # them together as if they were one model. (The CLI's CSV reader, like pandas, reads an empty cell as nan.)
+    blank = [i for i, g in enumerate(groups)
+             if g is None or (isinstance(g, float) and np.isnan(g)) or str(g).strip().lower() in ("", "nan")]
+    if blank:
+        raise UserError(f"{what} is blank in {len(blank)} row(s) (first: row {blank[0]}): every row needs a group "
+                        "to resample by")
+    labels = np.array([str(g) for g in groups])
+    if labels.shape != (n,):
+        raise UserError(f"{labels.size} group labels for a table of {n} rows")
+    return labels
+
+
+group_counts = F.group_counts  # re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
+
+
+at_natural_floor = F.natural_floor_shares  # the share of resamples with each parameter at its natural floor
+
+
+def leave_one_group_out(table, groups, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                        c_col: str | None = None, select=None, options: F.FitOptions | None = None,
+                        n_boot: int = 0, seed: int = 0, level: float = 0.95) -> dict[str, HoldoutResult]:
+    """For each group among the selected rows: fit all the other selected rows, predict that group's.
+
+    The control for a held-out check: a law fitted on models of one kind misses a model *of the same
+    kind* that it did not see by this much, so a held-out model of another kind is off for its kind
+    only if it is off by more. Keys are the group labels, in order of first appearance. With
+    ``n_boot`` each fit's bootstrap resamples the remaining groups, so the intervals can be checked
+    on models the law should predict.
+    """
+    labels = group_labels(table, groups)
+    keep = rows_mask(table, select)
+    order = list(dict.fromkeys(labels[keep]))
+    if len(order) < 2:
+        raise UserError(f"leave-one-group-out needs at least 2 groups among the selected rows; got {len(order)}")
+    unit = groups if isinstance(groups, str) else labels
+    return {g: holdout(table, labels == g, n_col, d_col, loss_col, c_col=c_col, select=keep, options=options,
+                       n_boot=n_boot, seed=seed, level=level, groups=unit if n_boot else None)
+            for g in order}
+
+
+def errors_by_group(predictions: Predictions, labels) -> dict[str, dict[str, float]]:
+    """Per group of predicted rows (``labels``: one per table row): rows, mean, min and max relative error."""
+    labels = np.asarray(labels)[predictions.rows]
+    err = predictions.rel_error
+    return {g: {"n": int((labels == g).sum()), "mean": float(err[labels == g].mean()),
+                "min": float(err[labels == g].min()), "max": float(err[labels == g].max())}
+            for g in dict.fromkeys(labels)}
+
+
+def is_mask(x) -> bool:
+    return x is not None and not isinstance(x, (str, Condition)) and np.asarray(x).dtype == bool
+
+
+def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
+    """A boolean mask over the table's rows from ``rows``: a boolean mask (checked for length),
+    conditions (a row must match all of them, or any with ``match="any"``), or None (every row)."""
+    n = _n_rows(table)
+    if is_mask(rows):
+        mask = np.asarray(rows, bool)
+        if mask.shape != (n,):
+            raise UserError(f"the mask has {mask.size} entries; the table has {n} rows")
+        return mask
+    if rows is None:
+        return np.ones(n, bool)
+    return any_of(table, rows) if match == "any" else where(table, rows)
+
+
+def restrict(res: HoldoutResult, target) -> HoldoutResult:
+    """``res`` with its predictions cut to the rows of ``target`` (a mask over the table's rows)."""
+    return replace(res, heldout=res.heldout.subset(np.asarray(target, bool)[res.heldout.rows]))
+
+
+def training_sets(table, training, target, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+                  select=None, options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                  level: float = 0.95) -> dict[str, HoldoutResult]:
+    """Fit each named training set and predict one common target.
+
+    ``training``: name → a mask or conditions (ANDed) for the rows to fit;
+    rows in ``target`` (mask, or conditions ORed) are never fitted, and rows
+    outside ``select`` are never used. Each result's predictions are the
+    target rows only, so the errors compare across training sets. With
+    ``n_boot``, every fit is bootstrapped with the same seed, and
+    ``heldout.error_intervals()`` gives intervals for the error statistics.
+    """
+    keep, tgt = rows_mask(table, select), rows_mask(table, target, match="any")
+    if not (keep & tgt).any():
+        raise UserError(f"the target holds none of the {keep.sum()} selected rows")
+    out = {}
+    for name, rows in training.items():
+        fitted = rows_mask(table, rows)
+        res = holdout(table, tgt | ~fitted, n_col, d_col, loss_col, select=keep, options=options, n_boot=n_boot,
+                      seed=seed, level=level)
+        out[name] = replace(restrict(res, tgt), conditions=(str(name),))
+    return out
+
+
+def sweep_training_range(table, column: str, limits: Sequence[float], target, n_col: str = "N",
+                         d_col: str | None = "D", loss_col: str = "loss", *, select=None,
+                         options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                         level: float = 0.95) -> list[HoldoutResult]:
+    """For each limit m, fit the rows with ``column <= m`` (and not in ``target``) and predict ``target``.
+
+    The target rows stay the same across limits, so the errors compare: how
+    much of the extrapolated range must the training runs cover?
+    """
+    sets = {f"{column}<={m:g}": Condition(column, "<=", repr(float(m)), f"{column}<={m:g}") for m in limits}
+    return list(training_sets(table, sets, target, n_col, d_col, loss_col, select=select, options=options,
+                              n_boot=n_boot, seed=seed, level=level).values())

@@ -1,0 +1,197 @@
+"""Options of the Approach-3 fit: bounds, starts, constraints (fixed and tied parameters) and
+the free-coordinate parametrisation θ = c + T·φ the solver moves.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalinglab.errors import UserError
+from scalinglab.fitting.law import PARAMS
+
+def min_rows(n_free: int) -> int:
+    """Runs needed to fit ``n_free`` parameters: twice as many. A robust loss on few runs can fit
+    almost anything, so keep at least as many residual degrees of freedom as free parameters."""
+    return 2 * n_free
+
+
+MIN_ROWS = min_rows(len(PARAMS))  # 10 for the full law
+
+
+def hoffmann_grid() -> np.ndarray:
+    """Hoffmann's 4,500 starts as rows of THETA: α, β ∈ {0,…,2}, e ∈ {−1,…,1}, a, b ∈ {0,5,…,25}."""
+    exps = np.arange(0.0, 2.01, 0.5)
+    es = np.arange(-1.0, 1.01, 0.5)
+    abs_ = np.arange(0.0, 25.01, 5.0)
+    return np.array([(e, a, b, al, be) for al, be, e, a, b in itertools.product(exps, exps, es, abs_, abs_)])
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How to fit. The defaults are Hoffmann's method, done to convergence."""
+
+    delta: float = 1e-3            # Huber threshold on log residuals
+    n_refine: int = 50             # best-scoring grid starts optimised together
+    grid_iters: int = 60           # batched iterations for those starts before picking finalists
+    n_polish: int = 3              # distinct best solutions then solved to convergence
+    # Box for (e, a, b, alpha, beta). Wide enough never to bind on real runs;
+    # a parameter that ends on it is flagged (e at −20 means "no E": E ≈ 0).
+    lower: tuple[float, ...] = (-20.0, -20.0, -20.0, 0.0, 0.0)
+    upper: tuple[float, ...] = (5.0, 60.0, 60.0, 5.0, 5.0)
+    # Gradient tolerances are in the summed objective's scale (≈ δ·n·|r| ≈ 1e-3
+    # on Epoch's 240 rows), so 1e-9 is six orders below the objective.
+    gtol: float = 1e-9             # the solver stops when max |projected gradient| < this
+    status_gtol: float = 1e-7      # a result is "converged" below this, else "max_iter"
+    batch_iters: int = 500         # batched Newton iterations, at most (most need < 15)
+    batch_tol: float = 1e-10       # ...or when every |Δθ| is below this
+    # Constraints: parameters held at a value, as (name, value) pairs (a dict is accepted; names are
+    # case-insensitive and come out in PARAMS order), and beta tied to alpha. Fixing one exponent of a
+    # tied pair fixes both. Invalid or degenerate combinations are a UserError here, at construction.
+    fixed: tuple[tuple[str, float], ...] = ()
+    tie_exponents: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
+        object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
+
+
+def param_name(name: str) -> str:
+    """The PARAMS spelling of a parameter name given in any case, or a UserError."""
+    canon = {p.lower(): p for p in PARAMS}.get(str(name).strip().lower())
+    if canon is None:
+        raise UserError(f"unknown parameter {str(name).strip()!r}; one of {', '.join(PARAMS)}")
+    return canon
+
+
+def fixed_value(name: str, value) -> float:
+    """A value ``name`` may be fixed at, or a UserError saying why not."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"fixed {name} must be a number, not {value!r}") from None
+    if name in ("alpha", "beta") and v == 0:
+        term = "A/N^alpha" if name == "alpha" else "B/D^beta"
+        raise UserError(f"fixed {name} must be positive, not 0: at 0, {term} is a constant, which E already is")
+    if not np.isfinite(v) or v <= 0:
+        raise UserError(f"fixed {name} must be a positive number, not {v:g}")
+    return v
+
+
+def normalise_fixed(fixed, tie_exponents: bool = False) -> tuple[tuple[str, float], ...]:
+    """Fixed parameters as ((name, value), ...) in PARAMS order, checked; see ``FitOptions``."""
+    pairs = fixed.items() if isinstance(fixed, Mapping) else fixed
+    out: dict[str, float] = {}
+    for name, value in pairs:
+        canon = param_name(name)
+        v = fixed_value(canon, value)
+        if canon in out:
+            raise UserError(f"{canon} is fixed twice ({out[canon]:g} and {v:g})")
+        out[canon] = v
+    if tie_exponents:
+        if "alpha" in out and "beta" in out and out["alpha"] != out["beta"]:
+            raise UserError(f"tied exponents need alpha = beta, but they are fixed at {out['alpha']:g} "
+                            f"and {out['beta']:g}")
+        for a, b in (("alpha", "beta"), ("beta", "alpha")):
+            if a in out:
+                out.setdefault(b, out[a])
+    if len(out) == len(PARAMS):
+        raise UserError("every parameter is fixed: there is nothing to fit")
+    return tuple((p, out[p]) for p in PARAMS if p in out)
+
+
+@dataclass(frozen=True)
+class Parametrisation:
+    """The coordinates φ the solver moves under constraints, with θ = c + T·φ.
+
+    φ holds the free coordinates of θ (beta dropped when tied to alpha); c holds the fixed values
+    (log E, log A, log B for E, A, B). T is 0/1, so θ is built from φ by assignment, and a fixed value
+    or a tie holds bit for bit in every solution and bootstrap replicate. In φ the gradient is Tᵀg and
+    the Hessian TᵀHT, and the box is θ's, intersected for a tied pair.
+    """
+
+    free: tuple[int, ...] = tuple(range(len(PARAMS)))   # θ index of each φ coordinate
+    fixed: tuple[tuple[int, float], ...] = ()           # (θ index, θ value)
+    tied: tuple[tuple[int, int], ...] = ()              # (θ index, φ index it copies)
+
+    @property
+    def identity(self) -> bool:
+        return self.free == tuple(range(len(PARAMS))) and not self.tied
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The free parameters, one per φ coordinate (alpha stands for a tied pair)."""
+        return tuple(PARAMS[i] for i in self.free)
+
+    @property
+    def T(self) -> np.ndarray:
+        T = np.zeros((len(PARAMS), len(self.free)))
+        T[list(self.free), np.arange(len(self.free))] = 1.0
+        for i, k in self.tied:
+            T[i, k] = 1.0
+        return T
+
+    def spread(self, x: np.ndarray, fill) -> np.ndarray:
+        """(…, 5) from φ-shaped ``x``: free coordinates from x, tied ones copied, fixed ones from ``fill``
+        ((θ index, value) pairs)."""
+        x = np.asarray(x)
+        out = np.empty(x.shape[:-1] + (len(PARAMS),), x.dtype)
+        for i, v in fill:
+            out[..., i] = v
+        out[..., list(self.free)] = x
+        for i, k in self.tied:
+            out[..., i] = x[..., k]
+        return out
+
+    def theta(self, phi: np.ndarray) -> np.ndarray:
+        return phi if self.identity else self.spread(np.asarray(phi, float), self.fixed)
+
+    def phi(self, theta: np.ndarray) -> np.ndarray:
+        return theta if self.identity else np.asarray(theta, float)[..., list(self.free)]
+
+    def grad(self, g: np.ndarray) -> np.ndarray:
+        return g if self.identity else g @ self.T
+
+    def hessian(self, H: np.ndarray) -> np.ndarray:
+        if self.identity:
+            return H
+        T = self.T
+        return T.T @ H @ T
+
+    def box(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.identity:
+            return lo, hi
+        plo, phi_ = np.array(lo, float)[list(self.free)], np.array(hi, float)[list(self.free)]
+        for i, k in self.tied:
+            plo[k], phi_[k] = max(plo[k], lo[i]), min(phi_[k], hi[i])
+        return plo, phi_
+
+    def clip(self, theta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """θ with its free coordinates clipped to the box (fixed values are never moved)."""
+        if self.identity:
+            return np.clip(theta, lo, hi)
+        return self.theta(np.clip(self.phi(theta), *self.box(lo, hi)))
+
+
+def parametrisation(options: FitOptions | None = None) -> Parametrisation:
+    """The solver's coordinates for these options' constraints."""
+    opts = options or FitOptions()
+    fixed = dict(opts.fixed)
+    ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")
+    tied = opts.tie_exponents and "beta" not in fixed  # both fixed: nothing left to tie
+    free = tuple(i for i, p in enumerate(PARAMS) if p not in fixed and not (tied and i == ib))
+    # θ holds E, A and B as logs (THETA), the exponents as they are.
+    as_theta = {p: float(np.log(v)) if p in ("E", "A", "B") else v for p, v in fixed.items()}
+    return Parametrisation(free=free, fixed=tuple((PARAMS.index(p), v) for p, v in as_theta.items()),
+                           tied=((ib, free.index(ia)),) if tied else ())
+
+
+def exact_fixed(params: np.ndarray, options: FitOptions) -> np.ndarray:
+    """Parameter rows with fixed columns set to the values given: exp(log E) can miss E by an ulp."""
+    for name, value in options.fixed:
+        params[..., PARAMS.index(name)] = value
+    return params
+

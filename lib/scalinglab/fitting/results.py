@@ -1,0 +1,141 @@
+"""What an Approach-3 fit returns: the fitted law with its status, and its bootstrap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scalinglab.fitting.law import PARAMS, ScalingLaw, to_theta
+from scalinglab.fitting.options import FitOptions, parametrisation
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Resampling bootstrap (rows, or whole groups of rows): replicate fits, their spread and intervals."""
+
+    samples: np.ndarray            # (n_ok, 5) columns PARAMS, converged replicates only
+    converged: np.ndarray          # (n_boot,) bool: which resamples those are
+    n_boot: int
+    n_failed: int                  # replicates that hit max_iter or an artificial bound (excluded)
+    level: float
+    seed: int
+    free: tuple[str, ...] = PARAMS  # the fit's free parameters (alpha stands for a tied pair)
+    constant: tuple[str, ...] = ()  # names the constraints hold constant (fixed; a and b when tied)
+    # What was resampled: "runs" (rows), or the name of what groups them (e.g. a model column), with how many.
+    unit: str = "runs"
+    n_units: int | None = None
+
+    def column(self, name: str) -> np.ndarray:
+        if name in PARAMS:
+            return self.samples[:, PARAMS.index(name)]
+        al, be = self.column("alpha"), self.column("beta")
+        if name == "a":
+            return be / (al + be)
+        if name == "b":
+            return al / (al + be)
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return PARAMS + ("a", "b")
+
+    @property
+    def se(self) -> dict[str, float]:
+        """Standard deviations across replicates; NaN with fewer than two (e.g. every one at a bound)."""
+        if len(self.samples) < 2:
+            return {k: float("nan") for k in self.names}
+        # Constant by construction: exactly 0, where np.std of equal values can leave a last-digit residue.
+        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        """Percentile intervals at ``level``; NaN when no replicate converged."""
+        if not len(self.samples):
+            return {k: (float("nan"), float("nan")) for k in self.names}
+        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
+        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Covariance of (E, A, B, alpha, beta) across replicates."""
+        return np.cov(self.samples, rowvar=False)
+
+    @property
+    def cov_log(self) -> np.ndarray:
+        """Covariance of (log E, log A, log B, alpha, beta): closer to normal than A and B themselves."""
+        return np.cov(to_theta(self.samples), rowvar=False)
+
+    def wald_test(self, estimate: ScalingLaw, law: ScalingLaw) -> tuple[float, float]:
+        """χ² of ``law`` against ``estimate`` with the bootstrap covariance in log space; (χ², p).
+
+        Over the free parameters only (5 df without constraints): fixed and tied ones have no spread,
+        so the constraints are taken as given and ``law`` is judged on the rest."""
+        from scipy import stats
+
+        idx = [PARAMS.index(k) for k in self.free]
+        diff = (estimate.theta - law.theta)[idx]
+        chi2 = float(diff @ np.linalg.solve(self.cov_log[np.ix_(idx, idx)], diff))
+        return chi2, float(stats.chi2.sf(chi2, df=len(diff)))
+
+    def tokens_per_param(self, C: float) -> np.ndarray:
+        return np.array([ScalingLaw(*row).tokens_per_param(C) for row in self.samples])
+
+
+@dataclass(frozen=True)
+class FitResult(ScalingLaw):
+    """A fitted law with how it was found. ``status``: converged, max_iter, at_bound or unidentified
+    (a term is negligible at every run, so its free parameters are not estimated: ``unidentified``).
+
+    Data that cannot identify the law never get a result: ``check_identifiable``
+    raises a UserError instead.
+    """
+
+    objective: float = float("nan")
+    status: str = "converged"
+    at_bound: tuple[str, ...] = ()
+    unidentified: tuple[str, ...] = ()
+    n_rows: int = 0
+    n_starts: int = 0
+    grad_norm: float = float("nan")
+    options: FitOptions = field(default_factory=FitOptions)
+    bootstrap: Bootstrap | None = None
+
+    @property
+    def law(self) -> ScalingLaw:
+        return ScalingLaw(*(getattr(self, k) for k in PARAMS))
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """Parameters held at a value, by name."""
+        return dict(self.options.fixed)
+
+    @property
+    def tied(self) -> bool:
+        """Whether beta was tied to alpha (and not fixed with it)."""
+        return bool(parametrisation(self.options).tied)
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """The parameters the fit estimated (alpha stands for a tied pair)."""
+        return parametrisation(self.options).names
+
+    @property
+    def n_free(self) -> int:
+        return len(self.free)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.params(), "a": self.a, "b": self.b, "status": self.status,
+                               "at_bound": list(self.at_bound), "unidentified": list(self.unidentified),
+                               "objective": self.objective,
+                               "n_rows": self.n_rows, "n_starts": self.n_starts,
+                               "delta": self.options.delta, "fixed": self.fixed,
+                               "tie_exponents": self.tied, "n_free": self.n_free}
+        if self.bootstrap is not None:
+            bs = self.bootstrap
+            out["bootstrap"] = {"n_boot": bs.n_boot, "n_failed": bs.n_failed, "level": bs.level,
+                                "seed": bs.seed, "unit": bs.unit, "n_units": bs.n_units,
+                                "se": bs.se, "ci": {k: list(v) for k, v in bs.ci.items()}}
+        return out
+

@@ -1,0 +1,2 @@
+"""Training small GPTs: the model, its loop, the Gutenberg corpus and tokenizers, and isoFLOP
+sweeps (plan, store, launch, report). torch is imported inside the modules that need it."""

@@ -1,0 +1,202 @@
+"""Train one GPT on a token stream, logging validation loss at chosen token counts.
+
+One loop, top to bottom (after nanoGPT's train.py): sample a batch, set the
+learning rate, forward, backward, clip, step; at each of ``eval_at_tokens``
+measure the validation loss. Because a FLOP budget is a token count for a
+given model (C = flops_per_token x D), one constant-learning-rate run yields
+its loss at every budget it passes (Kaplan et al.'s envelope), while a
+cosine-to-budget run (Hoffmann et al.) is evaluated at its end.
+
+Schedules: linear warmup over ``warmup_tokens`` (Kaplan's long fixed warmup,
+or short, about N tokens, as Porian et al.), then ``cosine`` decay to
+``min_lr_ratio`` of the peak at ``total_tokens``, or ``constant``.
+
+On CUDA: bf16 autocast, torch.compile and fused AdamW. On CPU: fp32,
+deterministic algorithms, and bit-identical results for the same seed, also
+across a resume: batch b is drawn from a generator seeded by (seed, b), and a
+checkpoint holds the model, the optimizer and the loss curve so far.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# step_at and gpu_peak live with the FLOP accounting, so that sweep planning and reports need no torch
+from scalinglab.accounting.decoder import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
+from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
+
+SCHEDULES = ("cosine", "constant")
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1      # cosine ends at this fraction of the peak
+    schedule: str = "cosine"       # cosine | constant
+    warmup_tokens: int = 0
+    total_tokens: int = 1_000_000  # the run's length (cosine decays to it)
+    batch_size: int = 32           # sequences per step
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eval_at_tokens: list[int] = field(default_factory=list)  # the run's end is always evaluated
+    eval_tokens: int = 65_536      # validation tokens per evaluation (a fixed prefix of val)
+    eval_batch_size: int = 64
+    seed: int = 0
+    device: str = "auto"           # auto | cpu | cuda
+    compile: bool | None = None    # None: on CUDA only
+    checkpoint_every_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
+
+
+@dataclass
+class TrainResult:
+    curve: list[dict]            # one row per evaluation: step, tokens, loss, lr, seconds
+    final_loss: float
+    tokens: int
+    steps: int
+    seconds: float
+    device: str
+    tokens_per_s: float
+
+
+def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
+    """The learning rate of the step that starts after ``tokens_seen`` tokens and trains on ``tokens_per_step``.
+
+    Warmup is linear in the tokens seen by the end of the step, nanoGPT's lr·(it+1)/warmup_iters in
+    tokens: the first step already learns (lr/warmup_steps, not ~0) and the last warmup step is at the
+    peak. Counting "+1" in tokens instead of steps made step 0 a wasted step at lr/warmup_tokens.
+    """
+    if cfg.warmup_tokens and tokens_seen < cfg.warmup_tokens:
+        return cfg.lr * min(tokens_seen + tokens_per_step, cfg.warmup_tokens) / cfg.warmup_tokens
+    if cfg.schedule == "constant":
+        return cfg.lr
+    span = max(cfg.total_tokens - cfg.warmup_tokens, 1)
+    progress = min(max(tokens_seen - cfg.warmup_tokens, 0) / span, 1.0)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * progress))
+
+
+def resolve_device(device: str = "auto") -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but torch sees no GPU")
+    return device
+
+
+def get_batch(tokens: np.ndarray, batch_size: int, seq_len: int, step: int, seed: int):
+    """Random windows of seq_len+1 tokens, a pure function of (seed, step) so resumes replay exactly."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    starts = torch.randint(len(tokens) - seq_len - 1, (batch_size,), generator=gen).numpy()
+    windows = torch.from_numpy(np.stack([tokens[s:s + seq_len + 1] for s in starts]).astype(np.int64))
+    return windows[:, :-1], windows[:, 1:]
+
+
+@torch.no_grad()
+def evaluate(model: GPT, val: np.ndarray, cfg: TrainConfig, device: str) -> float:
+    """Mean cross-entropy over non-overlapping windows of the first ``eval_tokens`` validation tokens."""
+    T = model.config.seq_len
+    n = max(1, min(cfg.eval_tokens, len(val) - 1) // T)
+    windows = torch.from_numpy(np.asarray(val[: n * T + 1]).astype(np.int64))
+    x, y = windows[:-1].view(n, T), windows[1:].view(n, T)
+    model.eval()
+    total = 0.0
+    for i in range(0, n, cfg.eval_batch_size):
+        xb, yb = x[i:i + cfg.eval_batch_size].to(device), y[i:i + cfg.eval_batch_size].to(device)
+        with _autocast(device):
+            _, loss = model(xb, yb)
+        total += loss.item() * xb.size(0)
+    model.train()
+    return total / n
+
+
+def _autocast(device: str):
+    if device == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.AdamW:
+    """AdamW; matrices decay, biases, LayerNorms (1-D tensors) do not (nanoGPT)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [dict(params=[p for p in params if p.dim() >= 2], weight_decay=cfg.weight_decay),
+              dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+                             fused=device == "cuda")
+
+
+def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_tokens: np.ndarray, *,
+          checkpoint: Path | str | None = None, on_eval: Callable[[dict], None] | None = None,
+          meta: dict | None = None) -> TrainResult:
+    """Train from scratch, or resume from ``checkpoint`` when it exists; the final weights are saved there."""
+    device = resolve_device(cfg.device)
+    if device == "cpu":
+        torch.use_deterministic_algorithms(True)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    tokens_per_step = cfg.batch_size * model_cfg.seq_len
+    total_steps = step_at(cfg.total_tokens, tokens_per_step)
+    eval_steps = sorted({min(total_steps, step_at(t, tokens_per_step)) for t in cfg.eval_at_tokens} | {total_steps})
+
+    torch.manual_seed(cfg.seed)
+    model = GPT(model_cfg).to(device)
+    optimizer = make_optimizer(model, cfg, device)
+    step, curve, elapsed = 0, [], 0.0
+    checkpoint = Path(checkpoint) if checkpoint else None
+    if checkpoint and checkpoint.is_file():
+        state = torch.load(checkpoint, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, curve, elapsed = state["step"], state["curve"], state["seconds"]
+    run_meta = dict(meta or {}, train=asdict(cfg))
+    compiled = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
+
+    def save() -> None:
+        if checkpoint:
+            save_checkpoint(checkpoint, model, run_meta, optimizer=optimizer.state_dict(), step=step,
+                            curve=curve, seconds=elapsed)
+
+    model.train()
+    t0, last_save = time.perf_counter() - elapsed, time.perf_counter()
+    while step < total_steps:
+        lr = lr_at(step * tokens_per_step, cfg, tokens_per_step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_tokens, cfg.batch_size, model_cfg.seq_len, step, cfg.seed)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with _autocast(device):
+            _, loss = compiled(x, y)
+        loss.backward()
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        elapsed = time.perf_counter() - t0
+        if step in eval_steps:
+            row = dict(step=step, tokens=step * tokens_per_step, loss=evaluate(model, val_tokens, cfg, device),
+                       train_loss=loss.item(), lr=lr, seconds=time.perf_counter() - t0)
+            curve.append(row)
+            if on_eval:
+                on_eval(row)
+        if checkpoint and (step == total_steps or time.perf_counter() - last_save > cfg.checkpoint_every_s):
+            elapsed = time.perf_counter() - t0
+            save()
+            last_save = time.perf_counter()
+    seconds = time.perf_counter() - t0
+    return TrainResult(curve=curve, final_loss=curve[-1]["loss"], tokens=step * tokens_per_step, steps=step,
+                       seconds=seconds, device=device, tokens_per_s=step * tokens_per_step / max(seconds, 1e-9))

@@ -1,0 +1,44 @@
+"""IsoFLOP training sweeps of small GPTs, Kaplan-style and Hoffmann-style.
+
+A sweep is a grid of compute budgets x model shapes under one *preset*:
+
+``kaplan`` (Kaplan et al. 2020, as Porian et al. 2024 reconstruct it)
+    N counts non-embedding parameters and C = 6·N·D; one run per shape at a
+    constant learning rate after a long fixed warmup, with the same learning
+    rate, batch and beta2 for every size. A run is as long as the largest
+    budget needs, and its validation loss is logged at every budget it passes
+    (Kaplan's envelope), so each run gives one isoFLOP point per budget.
+``hoffmann`` (Hoffmann et al. 2022, with Porian et al.'s corrections)
+    N counts the head too (``flops.count_params(...).standard``) and C = 6·N·D;
+    one run per (budget, shape), warmup of about N tokens, cosine decay to the
+    budget, learning rate and batch scaled with N and beta2 = 0.99.
+
+*Profiles* size the grid: ``smoke`` (CI, seconds), ``cpu`` (the committed CPU
+run, ~40 minutes on one core), ``gpu-quick`` (< 8 minutes on one H100/H200)
+and ``gpu`` (hours).
+
+Results go to SQLite: ``runs`` (one row per planned run: shape, counts,
+config, status, device, library versions, git commit) and ``curves`` (its
+validation loss at each evaluation, with the budget it stands for). Planned
+rows are written first; a finished run's row and curve are written in one
+transaction by the launcher, never by the job, so a SIGKILL can lose at most
+the unfinished run's progress since its last checkpoint. Rerunning skips
+finished runs and resumes the others from their checkpoints,
+``<db>.runs/<run_id>.pt`` (each finished run's final weights stay there, for
+``scalinglab.training.model.load_checkpoint``). ``launcher="submitit"`` sends the runs to SLURM (or
+submitit's local executor) as independent jobs.
+"""
+
+
+from scalinglab.training.sweep.plan import (  # noqa: F401
+    PRESETS, PROFILES, PORIAN_STEPS, LAUNCHERS, ISOFLOP_BOOT, ENVELOPE_BOOT, SEED_BOOT, WORKBOOK_SMOKE_SEEDS, Profile, get_profile, cost, check_preset, check_seeds, RunSpec, MIN_STEPS, plan,
+)
+from scalinglab.training.sweep.store import (  # noqa: F401
+    SCHEMA, connect, sweep_meta, register_plan, record_result, pending, spec_from_dict, summary_counts,
+)
+from scalinglab.training.sweep.launch import (  # noqa: F401
+    versions, git_commit, device_name, load_tokens, run_job, checkpoint_path, run_sweep,
+)
+from scalinglab.training.sweep.report import (  # noqa: F401
+    isoflop_points, loss_curves, exponent, exponent_by_seed, seed_bootstrap, select_replicates, replicate_noise, report, envelope_exponent, budget_sharing, exponent_differences, workbook_sweeps,
+)

@@ -1,0 +1,246 @@
+"""A sweep's grid: presets, profiles (how big), and every run it plans, with its cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from scalinglab.errors import UserError
+from scalinglab.accounting.decoder import count_params
+
+
+PRESETS = ("kaplan", "hoffmann")
+# The steps of Porian et al.'s ladder (scalinglab.papers.porian.STEPS) each preset corresponds to, for its targets.
+# kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long fixed
+# horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
+# lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
+PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr")}
+LAUNCHERS = ("local", "submitit")
+# Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
+# each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
+# (its intervals are percentiles, which a few hundred resamples move in the second decimal).
+ISOFLOP_BOOT = 200
+ENVELOPE_BOOT = 1000
+SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
+# The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
+WORKBOOK_SMOKE_SEEDS = 2
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big a sweep is: data, shapes, budgets (per preset, in that preset's FLOPs) and batch."""
+
+    name: str
+    tokenizer: str
+    seq_len: int
+    shapes: tuple[tuple[int, int], ...]                   # (width, depth), smallest first
+    budgets: dict[str, tuple[float, ...]]                  # preset -> budgets C under its counting
+    batch_size: int = 16                                   # sequences per step (kaplan: all sizes)
+    head_dim: int = 16
+    train_bytes: int | None = 2_000_000                    # training text tokenized into the cache (None: all)
+    val_bytes: int = 300_000
+    eval_tokens: int = 16_384
+    kaplan_lr: float = 3e-3
+    kaplan_warmup_tokens: int = 100_000
+    # Kaplan's runs have a fixed length: a shape trains to the largest budget it reaches within this many
+    # tokens, so the smallest models (tiny non-embedding N, cheap in Kaplan's count) miss the top budgets.
+    kaplan_max_tokens: int = 1 << 62
+    hoffmann_lr: float = 3e-3                              # at n_ref; scaled as (N / n_ref)^lr_power
+    n_ref: float = 1e5
+    lr_power: float = -0.25
+    max_lr: float = 3e-2
+    batch_power: float = 0.25                              # hoffmann batch ∝ N^batch_power, in powers of 2
+    # hoffmann: a budget trains only the shapes whose tokens per parameter D/N = C/(6N²) fall in this range
+    # (Chinchilla picked sizes around each budget's optimum the same way); the rest would be wasted compute.
+    tokens_per_param: tuple[float, float] = (0.0, math.inf)
+    device: str = "cpu"
+    threads: int = 1                                       # torch threads per run on CPU
+    workers: int = 1                                       # runs at once (local launcher): keeps a GPU busy
+    compile: bool | None = None                            # torch.compile (None: on CUDA)
+    seed: int = 0
+    shapes_by_preset: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
+        return self.shapes_by_preset.get(preset, self.shapes)
+
+
+PROFILES: dict[str, Profile] = {
+    # CI: tiny widths and a 512-id BPE trained on 300 kB; both presets in ~20 s on 2 cores.
+    "smoke": Profile(
+        name="smoke", tokenizer="bpe512-t300000", seq_len=32, head_dim=8, batch_size=8,
+        shapes=((8, 1), (16, 1), (24, 1), (32, 1), (48, 1)),
+        budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9)),
+        train_bytes=600_000, val_bytes=100_000, eval_tokens=2_048, kaplan_warmup_tokens=8_192, n_ref=2e4,
+        kaplan_max_tokens=40_000,
+    ),
+    # The committed CPU sweep (data/sweeps/): ~40 min on one core.
+    "cpu": Profile(
+        name="cpu", tokenizer="bpe1024-t2000000", seq_len=128, batch_size=16,
+        shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (32, 2), (48, 2), (64, 2)),
+        shapes_by_preset=dict(kaplan=((12, 1), (16, 1), (24, 1), (32, 2), (48, 2), (64, 3), (96, 3), (128, 4))),
+        budgets=dict(kaplan=(2.5e10, 5e10, 1e11, 2e11, 4e11, 8e11),
+                     hoffmann=(6.25e10, 1.25e11, 2.5e11, 5e11, 1e12)), tokens_per_param=(2, 1000),
+        train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536, kaplan_warmup_tokens=150_000,
+        kaplan_max_tokens=20_000_000,
+        # From a learning-rate probe at C = 2.5e11 (3e-3, 1e-2, 3e-2 at N = 32k, 106k, 434k): the best
+        # rate falls from >= 1e-2 at 32k to ~3e-3 at 106k and above, hence the steep N^-0.75.
+        hoffmann_lr=3.5e-3, lr_power=-0.75,
+    ),
+    # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
+    # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
+    # (compiling each shape would take longer than training it), and 4 runs at once on the one GPU.
+    "gpu-quick": Profile(
+        name="gpu-quick", tokenizer="bpe8192-t20000000", seq_len=256, batch_size=128, head_dim=32, device="cuda",
+        shapes=((32, 2), (48, 2), (64, 2), (96, 2), (128, 3), (192, 3), (256, 4)),
+        budgets=dict(kaplan=(1e13, 2e13, 4e13, 8e13, 1.6e14, 3.2e14), hoffmann=(1e14, 2e14, 4e14, 8e14)),
+        train_bytes=120_000_000, val_bytes=4_000_000, eval_tokens=262_144, kaplan_lr=2e-3,
+        kaplan_warmup_tokens=10_000_000, kaplan_max_tokens=400_000_000, hoffmann_lr=2e-3, n_ref=2e6,
+        tokens_per_param=(2, 1000), threads=4, workers=4, compile=False,
+    ),
+    # Hours on one GPU, GPT-2's tokenizer. Budgets are capped by the data: the staged corpus holds ~50M
+    # tokens, so the top budget's smallest models see it several times; rebuild the full 231M-token corpus
+    # (`python -m scalinglab.training.corpus_build build ... --train-bytes 900000000`) before going further.
+    "gpu": Profile(
+        name="gpu", tokenizer="gpt2", seq_len=512, batch_size=64, head_dim=64, device="cuda",
+        shapes=((48, 2), (64, 2), (96, 2), (128, 2), (192, 3), (256, 4), (384, 6), (512, 8)),
+        budgets=dict(kaplan=tuple(1e14 * 2**k for k in range(6)), hoffmann=tuple(1e15 * 2**k for k in range(5))),
+        train_bytes=None, val_bytes=8_000_000, eval_tokens=1_048_576, kaplan_lr=1e-3,
+        kaplan_warmup_tokens=50_000_000, kaplan_max_tokens=1_000_000_000, hoffmann_lr=1e-3, n_ref=2e7,
+        tokens_per_param=(2, 200), threads=4, workers=2,
+    ),
+}
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise UserError(f"unknown sweep profile {name!r}: use one of {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def cost(preset: str, profile: Profile | str, vocab_size: int) -> dict:
+    """What a sweep asks of the hardware: runs, training tokens, optimizer steps and FLOPs
+    (forward+backward with attention, ``flops.flops_per_token(...).with_attention``, plus evaluations)."""
+    from scalinglab.accounting.decoder import flops_per_token, step_at
+
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    out = dict(runs=0, tokens=0, steps=0, flops=0.0)
+    for r in plan(preset, prof, vocab_size):
+        t = r.train
+        fpt = flops_per_token(r.width, r.depth, vocab_size, seq_len=prof.seq_len).with_attention
+        # the steps and evaluations scalinglab.training.loop.train makes: whole steps, the end evaluated once
+        per_step = t["batch_size"] * prof.seq_len
+        steps = step_at(t["total_tokens"], per_step)
+        evals = len({min(steps, step_at(e, per_step)) for e in t["eval_at_tokens"]} | {steps})
+        out["runs"] += 1
+        out["tokens"] += steps * per_step
+        out["steps"] += steps
+        out["flops"] += fpt * steps * per_step + fpt / 3 * evals * prof.eval_tokens  # eval: forward only
+    return out
+
+
+def check_preset(preset: str) -> None:
+    if preset not in PRESETS:
+        raise UserError(f"unknown sweep preset {preset!r}: use one of {', '.join(PRESETS)}")
+
+
+def check_seeds(seeds) -> None:
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise UserError(f"seeds must be a whole number of at least 1, got {seeds!r}")
+
+
+# --- the grid ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of a sweep: everything a job needs, JSON-serialisable."""
+
+    run_id: str
+    preset: str
+    profile: str
+    width: int
+    depth: int
+    budget: float                  # the largest budget this run is evaluated at (C, preset's counting)
+    budgets: tuple[float, ...]     # every budget it passes, each logged
+    n_non_embedding: int
+    n_standard: int
+    n_total: int
+    model: dict
+    train: dict
+    replicate: int = 0             # which of the sweep's seeds (0: the profile's seed; run ids of 0 carry no suffix)
+
+
+# A cosine run needs enough steps for its budget to be met to within 1/(2*MIN_STEPS) (whole steps).
+MIN_STEPS = 25
+
+
+def _pow2(x: float, lo: int, hi: int) -> int:
+    return int(min(max(2 ** round(math.log2(x)), lo), hi))
+
+
+def _hoffmann_batch(prof: Profile, n: int, tokens: float) -> int:
+    """Batch grows with N (in powers of 2), but shrinks until the run has MIN_STEPS steps."""
+    batch = _pow2(prof.batch_size * (n / prof.n_ref) ** prof.batch_power, 4, 4 * prof.batch_size)
+    while batch > 1 and tokens / (batch * prof.seq_len) < MIN_STEPS:
+        batch //= 2
+    return batch
+
+
+def plan(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -> list[RunSpec]:
+    """Every run of the sweep, smallest budget and shape first; with ``seeds=k`` each run k times.
+
+    Replicate i trains with seed ``profile.seed + i`` (initialisation and batch order) and the run id
+    of the first plus ``-s<i>``, so a sweep planned with one seed is the first replicate of the same
+    sweep planned with more, and extending a finished database retrains nothing."""
+    check_preset(preset)
+    check_seeds(seeds)
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    first = _plan_one_seed(preset, prof, vocab_size)
+    runs = first + [replace(r, run_id=f"{r.run_id}-s{i}", replicate=i, train=dict(r.train, seed=prof.seed + i))
+                    for i in range(1, seeds) for r in first]
+    return sorted(runs, key=lambda r: (r.budget, r.n_standard, r.replicate))
+
+
+def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]:
+    from scalinglab.accounting.decoder import step_at
+
+    budgets = tuple(sorted(prof.budgets[preset]))
+    runs = []
+    for width, depth in prof.shapes_for(preset):
+        counts = count_params(width, depth, vocab_size, seq_len=prof.seq_len)
+        model = dict(vocab_size=vocab_size, seq_len=prof.seq_len, width=width, depth=depth,
+                     head_dim=min(prof.head_dim, width))
+        common = dict(preset=preset, profile=prof.name, width=width, depth=depth,
+                      n_non_embedding=counts.non_embedding, n_standard=counts.standard, n_total=counts.total,
+                      model=model)
+        base = dict(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
+                    compile=prof.compile)
+        if preset == "kaplan":
+            n = counts.non_embedding
+            reach = [c for c in budgets if math.ceil(c / (6 * n)) <= prof.kaplan_max_tokens] or budgets[:1]
+            tokens = [math.ceil(c / (6 * n)) for c in reach]
+            train = dict(base, lr=prof.kaplan_lr, schedule="constant", warmup_tokens=prof.kaplan_warmup_tokens,
+                         total_tokens=tokens[-1], batch_size=prof.batch_size, beta2=0.95, eval_at_tokens=tokens)
+            runs.append(RunSpec(run_id=f"kaplan-w{width}-d{depth}", budget=reach[-1], budgets=tuple(reach),
+                                train=train, **common))
+            continue
+        n = counts.standard
+        lr = min(prof.hoffmann_lr * (n / prof.n_ref) ** prof.lr_power, prof.max_lr)
+        lo, hi = prof.tokens_per_param
+        for c in budgets:
+            if not lo <= c / (6 * n * n) <= hi:
+                continue
+            batch = _hoffmann_batch(prof, n, c / (6 * n))
+            tokens = step_at(math.ceil(c / (6 * n)), batch * prof.seq_len) * batch * prof.seq_len
+            # Also evaluated on the way, every half-octave of compute down to the grid's smallest budget:
+            # mid-cosine points are what Hoffmann's Approach 1 takes the envelope of (scalinglab.fitting.envelope),
+            # and they never stand for a budget, so the isoFLOP analysis ignores them.
+            on_the_way = [math.ceil(c * 2 ** (-k / 2) / (6 * n)) for k in range(1, 2 * len(budgets))
+                          if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]
+            train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
+                         batch_size=batch, beta2=0.99, eval_at_tokens=sorted(on_the_way) + [tokens])
+            runs.append(RunSpec(run_id=f"hoffmann-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
+                                train=train, **common))
+    return runs
+
+

@@ -1,0 +1,464 @@
+"""What a sweep database says: isoFLOP points and curves, exponents with intervals (bootstrap,
+seeds, seeds + scatter), Approach 1 on its curves, and the difference between two sweeps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+from scalinglab.errors import UserError
+from scalinglab.training.sweep.launch import run_sweep
+from scalinglab.training.sweep.plan import ENVELOPE_BOOT, ISOFLOP_BOOT, PRESETS, SEED_BOOT, WORKBOOK_SMOKE_SEEDS
+from scalinglab.training.sweep.store import sweep_meta, summary_counts
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+# A run's replicate (its seed's index; databases from before seeds were planned have none: 0)
+_REPLICATE_OF = "COALESCE(json_extract(r.spec, '$.replicate'), 0)"
+_REPLICATE = f"{_REPLICATE_OF} AS replicate"
+
+
+def _run_of(run_ids):
+    """The run of the one-seed grid each run id replicates: a replicate's id is that run's plus -s<i>."""
+    return run_ids.str.replace(r"-s\d+$", "", regex=True)
+
+
+def _usable_budgets(points):
+    """The budgets an isoFLOP fit uses: those with at least 4 finished sizes."""
+    sizes = points.groupby("flops")["n"].nunique()
+    return sizes[sizes >= 4].index
+
+
+def isoflop_points(db_path: Path | str):
+    """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
+    n_non_embedding, n_standard, n_total, flops (the budget C), tokens, loss (validation), replicate."""
+    import pandas as pd
+
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    if db_path.suffix == ".csv":  # an export of this very table
+        df = pd.read_csv(db_path)
+        return df if "replicate" in df else df.assign(replicate=0)
+    with sqlite3.connect(db_path) as con:
+        df = pd.read_sql_query(
+            "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
+            f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
+            "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
+    df.insert(4, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]))
+    return df
+
+
+def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
+    """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.fitting.envelope``): preset,
+    run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
+    (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate.
+
+    ``mean_over_seeds`` averages each run's replicates evaluation by evaluation (they share their
+    schedule): one curve per run of the one-seed grid, under its run id, with ``seeds`` (how many
+    were averaged) in place of ``replicate``."""
+    import pandas as pd
+
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    try:
+        with sqlite3.connect(db_path) as con:
+            df = pd.read_sql_query(
+                "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, c.step, c.tokens, "
+                f"c.flops, c.budget, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
+                "WHERE r.status = 'finished' "
+                "ORDER BY r.n_standard, c.flops", con)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    df.insert(2, "shape", "w" + df["width"].astype(str) + "-d" + df["depth"].astype(str))
+    df.insert(5, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]).astype(float))
+    df = df.drop(columns=["n_non_embedding", "n_standard"])
+    if mean_over_seeds:
+        cols = list(df.columns)
+        df["run_id"] = _run_of(df["run_id"])
+        keys = [c for c in cols if c not in ("loss", "replicate")]
+        df = (df.groupby(keys, as_index=False, dropna=False, sort=False)
+              .agg(loss=("loss", "mean"), seeds=("replicate", "size")))
+        df = df[[c if c != "replicate" else "seeds" for c in cols]]
+    return df
+
+
+def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_BOOT,
+             window: int | None = None) -> dict:
+    """N* ∝ C^a from the sweep's isoFLOP points: {a, ci, n_budgets, dropped} or {a: None, reason}.
+
+    ``window=k`` fits each budget on the k sizes around its lowest loss (``isoflop.budget_optima``)."""
+    fit = _isoflop_fit(db_path, method, n_boot, window)
+    if isinstance(fit, str):
+        return dict(a=None, ci=None, reason=fit)
+    if fit.status != "ok" or not math.isfinite(fit.exponent):
+        return dict(a=None, ci=None, reason=f"{fit.status}: {fit.n_budgets} budget(s) with an interior optimum",
+                    dropped=[list(d) for d in fit.dropped])
+    ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
+    return dict(a=round(fit.exponent, 4), ci=ci, n_budgets=fit.n_budgets, method=method, window=window,
+                dropped=[list(d) for d in fit.dropped])
+
+
+def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | None, points=None, noise=None):
+    """The IsoflopFit behind :func:`exponent` (of ``points`` if given: a subset of the sweep's; with
+    ``noise`` for its bootstrap if given), or why there is none (a string)."""
+    from scalinglab.fitting.isoflop import budget_optima, fit_exponent
+
+    points = isoflop_points(db_path) if points is None else points
+    usable = _usable_budgets(points)
+    if len(usable) < 3:
+        return f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)"
+    # replicates (runs that differ only in their seed) are averaged, and their spread is the bootstrap's noise
+    optima = budget_optima(points[points["flops"].isin(usable)], "n", "flops", "loss", method=method,
+                           n_boot=n_boot, window=window, replicates="mean", noise=noise)
+    return fit_exponent(optima)
+
+
+def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | None = None,
+                     noise: str = "measured") -> list[dict]:
+    """a from each seed's runs alone, one entry per replicate: {replicate, a, n_budgets} (a None, with a
+    reason, where that seed has no fit). The estimator of :func:`exponent`, its bootstrap's noise the
+    model measured on all the seeds (``noise="measured"``): the spread of these is how far the choice of
+    one seed moves a one-seed sweep's exponent. ``noise="fallback"`` analyses each seed as a one-seed
+    sweep would be, with the parabola residual as the noise: what a sweep without replicates reports."""
+    from scalinglab.fitting.isoflop import seed_noise
+
+    if noise not in ("measured", "fallback"):
+        raise UserError(f"noise must be measured or fallback, not {noise!r}")
+    points = isoflop_points(db_path)
+    measured = seed_noise(points, "n", "flops", "loss")
+    noise = measured.at if noise == "measured" and measured.dof else None
+    out = []
+    for rep, pts in points.groupby("replicate"):
+        fit = _isoflop_fit(db_path, method, ISOFLOP_BOOT, window, points=pts, noise=noise)
+        if isinstance(fit, str) or fit.status != "ok":
+            out.append(dict(replicate=int(rep), a=None, reason=fit if isinstance(fit, str) else fit.status))
+        else:
+            out.append(dict(replicate=int(rep), a=round(fit.exponent, 4), n_budgets=fit.n_budgets))
+    return out
+
+
+def seed_bootstrap(db_path: Path | str, method: str = "spline", window: int | None = None,
+                   n_boot: int = SEED_BOOT, seed: int = 0, level: float = 0.95) -> dict:
+    """a from the seed-averaged isoFLOP points, with two intervals built on resampling each run's seeds.
+
+    The unit is a run of the one-seed grid with its replicates (a Kaplan-preset run gives a point at
+    every budget it passes, so the unit carries its points at all of them, and the correlation between
+    budgets that the WLS interval ignores). Each resample draws, for every run, k of its k replicates
+    with replacement and re-averages; with k of 2 or 3, plain resampling would understate the spread by
+    (k−1)/k, so each replicate's deviation from its run's mean is first scaled by √(k/(k−1)). Then the
+    isoFLOP optima (no inner bootstrap) and the least-squares fit of N* ∝ C^a
+    (``isoflop.resampled_exponents``, on the budgets :func:`exponent` uses). ``a`` is that fit to the seed
+    means: plain least squares on the optima, not :func:`exponent`'s WLS on bootstrap medians.
+
+    - ``ci``: percentiles of the resampled a. Seed noise only: the grid, the estimator and the power
+      law are held fixed, the budgets' scatter about the line does not enter, and the seeds' spread is
+      taken as known (from 2 or 3 per run), so it is the narrowest honest interval, not the widest.
+    - ``scatter``: generalised least squares on the same optima with the seeds' covariance of the
+      budgets' log N* (the seed noise of shared runs included) plus τ²·I, the budgets' scatter beyond it
+      (``isoflop.fit_exponent_scatter``): {a, ci, se, df, tau, n_budgets, n_boot_complete,
+      budget_seed_sd (each budget's seed sd of log N*, to set τ against)}. Lack of fit enters, as
+      independent across budgets; in a sweep whose budgets share runs (Kaplan preset) a shape's
+      systematic deviation moves several budgets' optima together, which τ²·I does not carry.
+
+    Resamples left with fewer than two budgets are counted in ``n_boot_failed``. It assumes the runs'
+    seeds are independent; replicate i of every run draws its batches from the same stream (seed i),
+    so a seed's luck with the data order is shared across its runs. Needs every run to have 2+ seeds.
+
+    {a, ci, n_boot, n_boot_failed, runs, seeds, method, window, scatter, boot (the resampled a's)} or
+    {a: None, ci: None, reason}."""
+    out, _ = _seed_fits(db_path, method, window, n_boot, seed, level)
+    return out
+
+
+def _seed_fits(db_path, method, window, n_boot, seed, level):
+    """(:func:`seed_bootstrap`'s dict, the scatter IsoflopFit or None)."""
+    import numpy as np
+
+    from scalinglab.fitting.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
+
+    points = isoflop_points(db_path)
+    points["run"] = _run_of(points["run_id"])
+    k = points.groupby("run")["replicate"].nunique()
+    if points.empty or k.min() < 2:
+        return dict(a=None, ci=None, reason=f"{int((k < 2).sum())} of {len(k)} runs have fewer than 2 seeds "
+                                                 "(scalinglab sweep --seeds K)"), None
+    usable = _usable_budgets(points)
+    rng = np.random.default_rng(seed)
+    columns = {}  # (flops, n) -> the seed mean, then n_boot resampled means
+    for run, g in points[points["flops"].isin(usable)].groupby("run"):
+        wide = g.pivot_table(index="replicate", columns="flops", values="loss")
+        if wide.isna().any().any():
+            return dict(a=None, ci=None, reason=f"run {run}: its seeds passed different budgets"), None
+        loss = wide.to_numpy()
+        mean = loss.mean(axis=0)
+        resid = (loss - mean) * np.sqrt(len(loss) / (len(loss) - 1))
+        draws = rng.integers(0, len(loss), (n_boot, len(loss)))
+        boot = mean + resid[draws].mean(axis=1)           # (n_boot, budgets of this run)
+        for j, c in enumerate(wide.columns):
+            columns[c, float(g["n"].iloc[0])] = np.concatenate([[mean[j]], boot[:, j]])
+    budgets = []
+    for c in sorted({c for c, _ in columns}):
+        ns = sorted(n for cc, n in columns if cc == c)
+        budgets.append((c, np.array(ns), np.array([columns[c, n] for n in ns])))
+    flops = [c for c, _, _ in budgets]
+    opt = resampled_optima(budgets, method, window)
+    a_all = exponents_of_optima(flops, opt)
+    a, boot = a_all[0], a_all[1:]
+    if not np.isfinite(a):
+        return dict(a=None, ci=None, reason="no fit on the seed means"), None
+    ok = boot[np.isfinite(boot)]
+    ci = [round(float(q), 4) for q in np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])] if len(ok) else None
+    # the trend's interval: the budgets with an interior optimum on the means, their seed covariance from
+    # the resamples in which all of them stay interior
+    used = np.isfinite(opt[:, 0])
+    rows = opt[used][:, 1:]
+    complete = rows[:, np.isfinite(rows).all(axis=0)]
+    scatter_fit, scatter = None, dict(a=None, ci=None, reason="fewer than 3 budgets with an interior optimum")
+    if used.sum() >= 3 and complete.shape[1] < 20:
+        scatter = dict(a=None, ci=None, reason=f"only {complete.shape[1]} resamples keep every budget's optimum "
+                                               "interior (needs 20 for their covariance)")
+    elif used.sum() >= 3:
+        seed_cov = np.cov(complete)
+        scatter_fit = fit_exponent_scatter(np.asarray(flops)[used], opt[used, 0], seed_cov)
+        scatter = dict(a=round(scatter_fit.exponent, 4), ci=[round(float(v), 4) for v in scatter_fit.ci],
+                       se=round(scatter_fit.se, 4), df=scatter_fit.df_resid, tau=round(scatter_fit.tau, 4),
+                       n_budgets=scatter_fit.n_budgets, n_boot_complete=int(complete.shape[1]),
+                       budget_seed_sd=[round(float(v), 4) for v in np.sqrt(np.diag(seed_cov))])
+    return dict(a=round(float(a), 4), ci=ci, n_boot=n_boot, n_boot_failed=int(n_boot - len(ok)), runs=len(k),
+                seeds=int(k.max()), method=method, window=window, scatter=scatter, boot=ok), scatter_fit
+
+
+def select_replicates(db_path: Path | str, replicates, out_path: Path | str) -> Path:
+    """A copy of a sweep database with only the runs of ``replicates`` (e.g. ``[0]``: the sweep as a one-seed
+    sweep would have been), so that every analysis can be rerun on a subset of the seeds. Overwrites
+    ``out_path``."""
+    db_path, out_path = Path(db_path), Path(out_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    keep = sorted({int(r) for r in replicates})
+    out_path.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(db_path), sqlite3.connect(out_path)
+    try:
+        src.backup(dst)
+        with dst:
+            dst.execute(f"CREATE TEMP TABLE drop_runs AS SELECT run_id FROM runs r WHERE {_REPLICATE_OF} "
+                        f"NOT IN ({','.join('?' * len(keep))})", keep)
+            dst.execute("DELETE FROM curves WHERE run_id IN (SELECT run_id FROM drop_runs)")
+            dst.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM drop_runs)")
+            dst.execute("INSERT OR REPLACE INTO sweep VALUES ('seeds', ?)", (json.dumps(len(keep)),))
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    finally:
+        src.close()
+        dst.close()
+    return out_path
+
+
+def replicate_noise(db_path: Path | str) -> dict:
+    """How many seeds the sweep's isoFLOP points have, and the noise its intervals assume.
+
+    {seeds: the most runs behind one (budget, size) point, points_with_replicates, seed_sd, dof,
+    runs_per_seed, median_point_sd, noise_floor, noise_slope, parabola_sd, exponent_by_seed}.
+    ``seed_sd`` is the pooled seed-to-seed sd of one run's loss (a few far-off points can dominate it:
+    ``median_point_sd`` is the typical point's); the bootstrap uses the model ``isoflop.seed_noise``
+    fits, √(noise_floor² + (noise_slope·Δ)²) with Δ the excess over the budget's lowest loss. Without
+    replicates these are None and the isoFLOP bootstrap falls back on ``parabola_sd``, the residual sd
+    of per-budget parabolas (of seed 0's points: what a one-seed sweep uses), which also holds their
+    misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run
+    gives points at several budgets, so its points' deviations are correlated and ``dof`` overstates
+    the information."""
+    from scalinglab.fitting.isoflop import _budgets, _pooled_parabola_sd, replicate_cells, seed_noise
+
+    points = isoflop_points(db_path)
+    if points.empty:
+        return dict(seeds=0, points_with_replicates=0, seed_sd=None, dof=0, parabola_sd=None)
+    noise = seed_noise(points, "n", "flops", "loss")
+    cells = replicate_cells(points, "n", "flops", "loss")
+    try:  # what a one-seed sweep's bootstrap would use: seed 0's parabola residual
+        first = points[points["replicate"] == points["replicate"].min()]
+        parabola = _pooled_parabola_sd(_budgets(first, "n", "flops", "loss", "mean"), "loss", "n")
+    except UserError:  # no budget with more than three sizes
+        parabola = None
+    modelled = noise.to_dict()
+    replicated = cells[cells["runs"] > 1]
+    out = dict(seeds=int(cells["runs"].max()), points_with_replicates=noise.cells, seed_sd=modelled["sd"],
+               dof=noise.dof, runs_per_seed=int(points.loc[points["replicate"] == 0, "run_id"].nunique()),
+               median_point_sd=float(replicated["sd"].median()) if len(replicated) else None,
+               noise_floor=modelled["floor"], noise_slope=modelled["slope"], parabola_sd=parabola)
+    if points["replicate"].nunique() > 1:
+        out["exponent_by_seed"] = exponent_by_seed(db_path)
+    return out
+
+
+def report(db_path: Path | str) -> dict:
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    con = sqlite3.connect(db_path)
+    try:
+        meta = sweep_meta(con)
+        counts = summary_counts(con)
+        runs = con.execute("SELECT spec, tokens, seconds, device, finished_at FROM runs "
+                           "WHERE status='finished' ORDER BY finished_at").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    finally:
+        con.close()
+    return dict(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
+                **_throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
+                # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
+                # only describes the curve near it): how much the estimator alone moves a
+                exponent_parabola=exponent(db_path, method="parabola", window=5),
+                exponent_envelope=envelope_exponent(db_path), replicates=replicate_noise(db_path),
+                # with several seeds: the spline estimator's intervals from resampling seeds (seed noise only)
+                # and with the budgets' scatter added (GLS)
+                exponent_seed_bootstrap={k: v for k, v in seed_bootstrap(db_path).items() if k != "boot"})
+
+
+def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
+    """N* ∝ C^a by Hoffmann's Approach 1 on the sweep's curves (each run a curve, mid-run evaluations
+    included): {a, ci, n_sizes, status} or {a: None, reason}.
+
+    ENVELOPE_BOOT resamples (1,000, as notebook 01 uses). Resamples left with fewer than two sizes among
+    their optima are dropped and counted in ``n_boot_failed``, so the interval is conditional on the rest."""
+    fit = _envelope_fit(db_path, n_boot)
+    if isinstance(fit, str):
+        return dict(a=None, ci=None, reason=fit)
+    if fit.status != "ok":
+        return dict(a=None, ci=None, reason=fit.status)
+    ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
+    return dict(a=round(fit.exponent, 4), ci=ci, n_sizes=fit.n_sizes, method="grid, edges dropped",
+                n_boot=n_boot, n_boot_failed=fit.n_boot_failed)
+
+
+def _envelope_fit(db_path: Path | str, n_boot: int):
+    """The EnvelopeFit behind :func:`envelope_exponent`, or why there is none (a string)."""
+    from scalinglab.fitting.envelope import EnvelopeOptions, fit_envelope
+
+    curves = loss_curves(db_path, mean_over_seeds=True)  # the envelope of single seeds would pick lucky ones
+    if curves["run_id"].nunique() < 2:
+        return f"{curves['run_id'].nunique()} finished run(s) (needs 2)"
+    return fit_envelope(curves, EnvelopeOptions(n_boot=n_boot, seed=0), run_col="run_id")
+
+
+def budget_sharing(db_path: Path | str) -> dict:
+    """How many of a sweep's finished runs give an isoFLOP point at more than one budget.
+
+    {runs, budgets, shared_runs}: a Kaplan-style sweep reads one run per size at every budget it
+    passes, so every budget's optimum comes from the same runs and the optima (and a WLS fit's
+    residuals across budgets) are correlated; a Hoffmann-style sweep trains one run per (budget,
+    size) and shares none. ``independent_budgets`` is ``shared_runs == 0``.
+    """
+    points = isoflop_points(db_path)
+    per_run = points.groupby("run_id")["flops"].nunique()
+    shared = int((per_run > 1).sum())
+    return dict(runs=int(len(per_run)), budgets=int(points["flops"].nunique()), shared_runs=shared,
+                independent_budgets=shared == 0)
+
+
+def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95) -> dict:
+    """a(db_a) − a(db_b) by each estimator of :func:`report`, for two independently trained sweeps.
+
+    {spline, parabola, envelope} → ``isoflop.ExponentDifference.to_dict()``, or {difference: None,
+    reason} when either sweep has no exponent by that estimator. The isoFLOP estimators' intervals are
+    WLS t-intervals, so their standard errors combine (Welch–Satterthwaite,
+    ``isoflop.exponent_difference``); Approach 1's are bootstrap percentiles, often skewed, so its
+    resamples are differenced pair by pair (``isoflop.bootstrap_difference``), and so are those of
+    :func:`seed_bootstrap` (``seeds``: spline optima of the seed means, resampling seeds; it needs two
+    or more seeds per run in both sweeps); ``seeds_scatter`` combines its two GLS fits with the seeds'
+    covariance plus the budgets' scatter (Welch–Satterthwaite, as the WLS entries; its scatter term
+    assumes independent budgets, so it is marked like them). The Welch entries also carry
+    ``ci_min_df``, the interval on the smaller fit's residual df, a conservative check. Same settings
+    as :func:`report`, so the differences are of the exponents it prints.
+
+    The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
+    that reads one run at several budgets (:func:`budget_sharing`; the kaplan preset) breaks that: its
+    optima share runs and its residuals are correlated, so its SE, and the interval built from it, rests
+    on an assumption that fails. The spline and parabola entries carry ``shared_runs`` ({sweep: runs read
+    at several budgets}) and ``assumes_independent_budgets`` (True), and ``assumption_holds``. Approach 1
+    resamples whole runs, and the seed bootstrap a run's seeds with all their budgets, which carries the
+    sharing, so their entries have ``assumption_holds`` True.
+    """
+    from scalinglab.fitting.isoflop import bootstrap_difference, exponent_difference
+
+    def unavailable(fits) -> str:
+        why = [(Path(db).stem, f if isinstance(f, str) else f.status) for db, f in zip((db_a, db_b), fits)]
+        return "; ".join(f"{name}: {w}" for name, w in why if w != "ok")
+
+    out = {}
+    shared = {Path(db).stem: budget_sharing(db)["shared_runs"] for db in (db_a, db_b)}
+    for key, method, window in (("spline", "spline", None), ("parabola", "parabola", 5)):
+        fits = [_isoflop_fit(db, method, ISOFLOP_BOOT, window) for db in (db_a, db_b)]
+        why = unavailable(fits)
+        out[key] = dict(difference=None, reason=why) if why else exponent_difference(*fits, level=level).to_dict()
+        out[key].update(shared_runs=shared, assumes_independent_budgets=True,
+                        assumption_holds=not any(shared.values()))
+    fits = [_envelope_fit(db, ENVELOPE_BOOT) for db in (db_a, db_b)]
+    why = unavailable(fits)
+    out["envelope"] = dict(difference=None, reason=why) if why else bootstrap_difference(
+        fits[0].boot[:, 0], fits[1].boot[:, 0], fits[0].exponent - fits[1].exponent, level=level).to_dict()
+    out["envelope"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
+    seeds = [_seed_fits(db, "spline", None, SEED_BOOT, 0, level) for db in (db_a, db_b)]
+    why = "; ".join(f"{Path(db).stem}: {b['reason']}" for db, (b, _) in zip((db_a, db_b), seeds) if b["a"] is None)
+    (first, fit_a), (second, fit_b) = seeds
+    out["seeds"] = dict(difference=None, reason=why) if why else bootstrap_difference(
+        first["boot"], second["boot"], first["a"] - second["a"], level=level).to_dict()
+    out["seeds"].update(shared_runs=shared, assumes_independent_budgets=False, assumption_holds=True)
+    why = why or "; ".join(f"{Path(db).stem}: {b['scatter']['reason']}" for db, (b, f) in zip((db_a, db_b), seeds)
+                           if f is None)
+    out["seeds_scatter"] = (dict(difference=None, reason=why) if why
+                            else exponent_difference(fit_a, fit_b, level=level).to_dict())
+    # its seed covariance carries shared runs, but its scatter term is independent across budgets
+    out["seeds_scatter"].update(shared_runs=shared, assumes_independent_budgets=True,
+                                assumption_holds=not any(shared.values()))
+    return out
+
+
+def _throughput(runs: list[tuple]) -> dict:
+    """Training seconds, FLOPs (with attention) and, on a GPU of known peak, the sweep's overall utilisation
+    (FLOPs over the wall-clock span of the runs, however many ran at once)."""
+    from scalinglab.accounting.decoder import flops_per_token, gpu_peak
+
+    if not runs:
+        return dict(train_seconds=0.0, train_flops=0.0)
+    flops = 0.0
+    for spec, tokens, _, _, _ in runs:
+        m = json.loads(spec)["model"]
+        flops += tokens * flops_per_token(m["width"], m["depth"], m["vocab_size"], seq_len=m["seq_len"]).with_attention
+    seconds = sum(r[2] for r in runs)
+    out = dict(train_seconds=round(seconds, 1), train_flops=flops, flops_per_s=flops / max(seconds, 1e-9))
+    devices = {r[3] for r in runs}
+    peak = gpu_peak(next(iter(devices))) if len(devices) == 1 and next(iter(devices)).startswith("cuda") else None
+    if peak:
+        first, last = (datetime.fromisoformat(runs[i][4]) for i in (0, -1))
+        wall = (last - first).total_seconds() + runs[0][2]
+        out.update(wall_seconds=round(wall, 1), utilisation=flops / (wall * peak))
+    return out
+
+
+# --- notebook entry point ------------------------------------------------------------------
+
+def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | None]:
+    """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps, with
+    WORKBOOK_SMOKE_SEEDS seeds, into ``results_dir/sweeps/<preset>.db``; "full" returns the committed
+    files under data/sweeps/."""
+    if profile == "smoke":
+        out = {}
+        for preset in PRESETS:
+            db = Path(results_dir) / "sweeps" / f"{preset}.db"
+            run_sweep(preset, "smoke", db, progress=False, seeds=WORKBOOK_SMOKE_SEEDS)
+            out[preset] = db
+        return out
+    if profile != "full":
+        raise UserError(f"workbook profile must be smoke or full, not {profile!r}")
+    from scalinglab.harness.workbook import project_root
+
+    folder = project_root(Path(__file__).resolve().parent) / "data" / "sweeps"
+    return {p: next((f for f in (folder / f"{p}.db", folder / f"{p}.csv") if f.is_file()), None) for p in PRESETS}

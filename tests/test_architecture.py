@@ -1,0 +1,183 @@
+"""The package's layering, read from the source with ast (nothing is imported).
+
+Rules (DEVELOPING.md, "Layout"):
+- the engine (fitting, accounting, data) never imports training or torch, nor a paper module;
+- registry loaders (the TOMLs' ``loader = "module:function"``) never reach training or torch, so loading
+  a dataset cannot start torch;
+- nothing in the library imports the CLI;
+- no import cycles between modules, counting imports inside functions too.
+Imports inside functions count everywhere: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[1] / "lib"
+PKG = LIB / "scalinglab"
+ENGINE = ("scalinglab.fitting", "scalinglab.accounting", "scalinglab.data")
+FORBIDDEN_FOR_ENGINE = ("scalinglab.training", "scalinglab.papers", "scalinglab.cli", "torch")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(LIB).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports_of(source: str, name: str, known: set[str]) -> set[str]:
+    """Every module ``source`` imports, anywhere in it: ``from a.b import c`` counts a.b.c when that is a
+    module, else a.b; relative imports are resolved against ``name``."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = name.split(".")[: -node.level] if not name.endswith("__init__") else name.split(".")
+                base = ".".join(pkg + ([base] if base else []))
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.add(full if full in known else base)
+    return out
+
+
+def graph(mods: dict[str, Path] | None = None) -> dict[str, set[str]]:
+    mods = mods or modules()
+    known = set(mods)
+    return {m: imports_of(p.read_text(), m, known) for m, p in mods.items()}
+
+
+def under(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def reachable(g: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        for dep in g.get(m, ()):
+            # a package's import runs its __init__: "scalinglab.x.y" reaches "scalinglab.x" too
+            for cand in {dep, *(".".join(dep.split(".")[:i]) for i in range(2, dep.count(".") + 1))}:
+                if cand not in seen:
+                    seen.add(cand)
+                    todo.append(cand)
+    return seen
+
+
+def violations(g: dict[str, set[str]]) -> list[str]:
+    out = []
+    for mod, deps in g.items():
+        if under(mod, ENGINE):
+            out += [f"{mod} imports {d}" for d in deps if under(d, FORBIDDEN_FOR_ENGINE)]
+        if not under(mod, ("scalinglab.cli",)) and mod != "scalinglab.__main__":
+            out += [f"{mod} imports the CLI ({d})" for d in deps if under(d, ("scalinglab.cli",))]
+    return out
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in g:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in g:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def loaders() -> dict[str, str]:
+    out = {}
+    for toml in (PKG / "data" / "registry").glob("*.toml"):
+        for name, entry in tomllib.loads(toml.read_text()).items():
+            if isinstance(entry, dict) and "loader" in entry:
+                out[f"{toml.name}:{name}"] = entry["loader"].split(":")[0]
+    return out
+
+
+def test_the_layers_hold():
+    assert violations(graph()) == []
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_registry_loaders_never_reach_training_or_torch():
+    g = graph()
+    found = loaders()
+    assert found, "the registry names no loaders: the check would pass vacuously"
+    bad = {}
+    for entry, mod in found.items():
+        assert mod in g, f"{entry}: loader module {mod} does not exist"
+        reach = reachable(g, mod) | {mod}
+        hits = sorted(m for m in reach if under(m, ("scalinglab.training", "torch")))
+        if hits:
+            bad[entry] = hits
+    assert bad == {}
+
+
+def test_every_module_says_what_it_is_for():
+    missing = [m for m, p in modules().items() if not ast.get_docstring(ast.parse(p.read_text()))]
+    assert missing == []
+
+
+def test_long_modules_state_why():
+    # "No module over about 500 lines without a reason stated at its top": the reason is a docstring line
+    # starting "Long:" (checked so that a module grows past the budget only on purpose).
+    long = [m for m, p in modules().items()
+            if len(p.read_text().splitlines()) > 500 and "Long:" not in (ast.get_docstring(ast.parse(p.read_text())) or "")]
+    assert long == []
+
+
+# --- the checker itself: it must fail on the imports it exists to forbid ---------------------------------
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("scalinglab.fitting.approach3", "import torch", "imports torch"),
+    ("scalinglab.fitting.isoflop", "def f():\n    from scalinglab.training import sweep", "scalinglab.training"),
+    ("scalinglab.data", "from scalinglab.papers import porian", "scalinglab.papers"),
+    ("scalinglab.accounting.decoder", "from scalinglab.training.model import GPT", "scalinglab.training"),
+    ("scalinglab.training.sweep.report", "from scalinglab.cli import main", "imports the CLI"),
+])
+def test_the_checker_catches_a_forbidden_import(module, source, expected):
+    mods = modules()
+    g = graph(mods)
+    g[module] = g[module] | imports_of(source, module, set(mods))
+    assert any(expected in v for v in violations(g))
+
+
+def test_the_checker_catches_a_cycle():
+    g = graph()
+    g["scalinglab.training.corpus"] = g["scalinglab.training.corpus"] | {"scalinglab.training.tokenizer"}
+    assert ["scalinglab.training.corpus", "scalinglab.training.tokenizer"] in cycles(g)
