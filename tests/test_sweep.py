@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -73,6 +74,87 @@ def test_plans_follow_the_presets():
     assert all(r.n_standard - r.n_non_embedding == 1024 * r.width for r in top)  # the head's matrix
     with pytest.raises(Exception, match="unknown sweep preset"):
         sweep.plan("chinchilla", prof, 1024)
+
+
+def test_ladder_presets_make_one_change_per_step():
+    """Porian et al.'s ladder (issue 13): each trained step differs from the one before in the intended fields."""
+    prof = sweep.get_profile("cpu-ladder")
+    vocab = 512
+    plans = {p: sweep.plan(p, prof, vocab, seeds=3) for p in sweep.LADDER}
+    for p, runs in plans.items():
+        budgets = prof.budgets[p]
+        assert max(budgets) / min(budgets) >= 100 * (1 - 1e-9)                 # at least two decades
+        assert len({r.run_id for r in runs}) == len(runs)                       # distinct run ids
+        first = [r for r in runs if r.replicate == 0]
+        assert len(runs) == 3 * len(first) and {r.replicate for r in runs} == {0, 1, 2}
+        assert all(sorted(r.train["seed"] for r in runs if re.sub(r"-s\d+$", "", r.run_id) == f.run_id)
+                   == [0, 1, 2] for f in first)
+        for c in budgets:  # an isoFLOP curve at every budget: >= 5 sizes
+            assert sum(c in r.budgets for r in first) >= 5, (p, c)
+        for r in first:
+            GPTConfig(**r.model)
+    one = {p: [r for r in runs if r.replicate == 0] for p, runs in plans.items()}
+
+    def cfg(r):  # what a step may change, per run
+        t = r.train
+        return dict(lr=t["lr"], batch=t["batch_size"], beta2=t["beta2"], schedule=t["schedule"],
+                    warmup=t["warmup_tokens"])
+
+    # step 0: Kaplan's count and a long fixed warmup, one constant-LR run per shape read at every budget it passes
+    for r in one["ladder0"]:
+        assert cfg(r) == dict(lr=prof.kaplan_lr, batch=prof.batch_size, beta2=0.95, schedule="constant",
+                              warmup=prof.kaplan_warmup_tokens)
+        for c, d in zip(r.budgets, sorted(set(r.train["eval_at_tokens"]) - {math.ceil(c / (6 * r.n_standard))
+                                                                             for c in r.standard_budgets})):
+            assert 0 <= 6 * r.n_non_embedding * d - c < 6 * r.n_non_embedding
+        # step 1 re-reads these runs with the standard count at ladder2's budgets: they are evaluated there
+        assert r.standard_budgets and set(r.standard_budgets) <= set(prof.budgets["ladder2"])
+        assert {math.ceil(c / (6 * r.n_standard)) for c in r.standard_budgets} <= set(r.train["eval_at_tokens"])
+    assert max(len(r.standard_budgets) for r in one["ladder0"]) == len(prof.budgets["ladder2"])
+    # step 2: the standard count and a short warmup (N tokens); nothing else
+    by_shape0 = {(r.width, r.depth): r for r in one["ladder0"]}
+    for r in one["ladder2"]:
+        assert cfg(r) == {**cfg(by_shape0[r.width, r.depth]), "warmup": r.n_standard}
+        assert r.train["warmup_tokens"] < prof.kaplan_warmup_tokens or r.n_standard >= prof.kaplan_warmup_tokens
+        for c, d in zip(r.budgets, r.train["eval_at_tokens"]):
+            assert 0 <= 6 * r.n_standard * d - c < 6 * r.n_standard
+    # step 3: a cosine to each budget, one run per (budget, shape); same lr, batch and beta2
+    for r in one["ladder3"]:
+        assert r.budgets == (r.budget,) and r.train["schedule"] == "cosine"
+        assert (r.train["lr"], r.train["batch_size"], r.train["beta2"]) == (prof.kaplan_lr, prof.batch_size, 0.95)
+        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
+    # step 4: per-size lr, batch and beta2 (the hoffmann rule), the same (budget, shape) runs and schedule
+    three = {(r.budget, r.width, r.depth): r for r in one["ladder3"]}
+    four = {(r.budget, r.width, r.depth): r for r in one["ladder4"]}
+    assert set(three) == set(four)
+    lrs = {r.n_standard: r.train["lr"] for r in one["ladder4"]}
+    assert list(dict(sorted(lrs.items())).values()) == sorted(lrs.values(), reverse=True)  # lr falls with N
+    for k, r in four.items():
+        assert r.train["beta2"] == 0.99 and r.train["schedule"] == "cosine"
+        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
+        assert r.train["lr"] == min(prof.hoffmann_lr * (r.n_standard / prof.n_ref) ** prof.lr_power, prof.max_lr)
+    assert any(r.train["batch_size"] != prof.batch_size for r in four.values())
+    # the budget bookkeeping counts each step's N: Kaplan's for step 0, the standard one after
+    assert sweep.NON_EMBEDDING_PRESETS == ("kaplan", "ladder0")
+    assert sweep.PORIAN_STEPS["ladder0"] == ("kaplan_reproduction", "plus_head")
+
+
+@pytest.mark.parametrize("preset", sweep.LADDER)
+def test_ladder_smoke_sweeps_train_and_count_their_own_n(preset, cache, tmp_path):
+    db = tmp_path / f"{preset}.db"
+    assert main(["sweep", "--preset", preset, "--profile", "smoke", "--db", str(db), "--seeds", "2"]) == 0
+    points = sweep.isoflop_points(db)
+    prof = sweep.get_profile("smoke")
+    assert set(points["flops"]) == set(prof.budgets[preset]) and set(points["replicate"]) == {0, 1}
+    count = "n_non_embedding" if preset == "ladder0" else "n_standard"
+    assert (points["n"] == points[count]).all()
+    curves = sweep.loss_curves(db)
+    tagged = curves[curves["budget"].notna()]
+    per_step = prof.batch_size * prof.seq_len  # each tagged point within half a step of 6·N·D = C
+    assert (abs(tagged["flops"] - tagged["budget"]) <= 6 * tagged["n"] * per_step / 2 + 6 * tagged["n"]).all()
+    if preset == "ladder0":  # step 1's points: standard-count budgets, evaluated, untagged
+        untagged = curves[curves["budget"].isna()]
+        assert len(untagged) > 0
 
 
 def test_gpu_profiles_are_wired_for_cuda():
@@ -377,7 +459,7 @@ def test_report_needs_budgets_and_a_real_database(tmp_path, capsys):
 
 def test_workbook_full_profile_points_at_committed_results(tmp_path):
     out = sweep.workbook_sweeps("full", tmp_path)
-    assert set(out) == set(sweep.PRESETS)
+    assert set(out) == set(sweep.WORKBOOK_PRESETS)
     for path in out.values():
         assert path is None or (path.is_file() and path.parent.name == "sweeps")
     with pytest.raises(Exception, match="smoke or full"):
@@ -393,7 +475,8 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
 
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), kaplan_warmup_tokens=2048,
-                   budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,)))
+                   budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,), ladder0=(1.5e8, 3.11e8),
+                                ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)))
     (run,) = sweep.plan(preset, prof, vocab_size=512)
     tokens = np.random.default_rng(0).integers(0, 512, 50_000).astype(np.uint16)
     res = train(GPTConfig(**run.model), TrainConfig(**run.train), tokens, tokens[:4_000])

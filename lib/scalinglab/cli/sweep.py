@@ -7,8 +7,8 @@ import json
 
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
-PRESETS = ("kaplan", "hoffmann")
-PROFILES = ("smoke", "cpu", "gpu-quick", "gpu")
+PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4")
+PROFILES = ("smoke", "cpu", "cpu-ladder", "gpu-quick", "gpu")
 
 
 def register(sub) -> None:
@@ -16,7 +16,10 @@ def register(sub) -> None:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--preset", choices=PRESETS, required=True,
                    help="kaplan: non-embedding N, constant LR after a long warmup, fixed hyperparameters; "
-                        "hoffmann: N with the head, short warmup, cosine to budget, scaled LR/batch/beta2")
+                        "hoffmann: N with the head, short warmup, cosine to budget, scaled LR/batch/beta2; "
+                        "ladder0/2/3/4: Porian et al.'s ladder, one change per step (profile cpu-ladder): "
+                        "0 = kaplan, 2 = + N with the head and a short warmup, 3 = + cosine to each budget, "
+                        "4 = + per-size LR/batch/beta2 (= hoffmann)")
     p.add_argument("--profile", choices=PROFILES, default="smoke")
     p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
     p.add_argument("--launcher", choices=("local", "submitit"), default="local",

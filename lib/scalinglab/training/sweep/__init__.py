@@ -13,8 +13,14 @@ A sweep is a grid of compute budgets x model shapes under one *preset*:
     one run per (budget, shape), warmup of about N tokens, cosine decay to the
     budget, learning rate and batch scaled with N and beta2 = 0.99.
 
+``ladder0``, ``ladder2``, ``ladder3``, ``ladder4``
+    Porian et al.'s ladder from the first to the second, one change per step
+    (``LADDER``; step 1, the count, re-reads ladder0's runs), for profile
+    ``cpu-ladder``.
+
 *Profiles* size the grid: ``smoke`` (CI, seconds), ``cpu`` (the committed CPU
-run, ~40 minutes on one core), ``gpu-quick`` (< 8 minutes on one H100/H200)
+run, ~40 minutes on one core), ``cpu-ladder`` (the ladder, ~4 core-hours with
+3 seeds), ``gpu-quick`` (< 8 minutes on one H100/H200)
 and ``gpu`` (hours).
 
 Results go to SQLite: ``runs`` (one row per planned run: shape, counts,
@@ -31,7 +37,7 @@ submitit's local executor) as independent jobs.
 
 
 from scalinglab.training.sweep.plan import (  # noqa: F401
-    PRESETS, PROFILES, PORIAN_STEPS, LAUNCHERS, ISOFLOP_BOOT, ENVELOPE_BOOT, SEED_BOOT, WORKBOOK_SMOKE_SEEDS, Profile, get_profile, cost, check_preset, check_seeds, RunSpec, MIN_STEPS, plan,
+    PRESETS, PROFILES, LADDER, PRESET_CONFIG, NON_EMBEDDING_PRESETS, WORKBOOK_PRESETS, PORIAN_STEPS, LAUNCHERS, ISOFLOP_BOOT, ENVELOPE_BOOT, SEED_BOOT, WORKBOOK_SMOKE_SEEDS, Profile, get_profile, cost, check_preset, check_seeds, RunSpec, MIN_STEPS, plan,
 )
 from scalinglab.training.sweep.store import (  # noqa: F401
     SCHEMA, connect, sweep_meta, register_plan, record_result, pending, spec_from_dict, summary_counts,

@@ -10,12 +10,35 @@ from scalinglab.errors import UserError
 from scalinglab.accounting.decoder import count_params
 
 
-PRESETS = ("kaplan", "hoffmann")
-# The steps of Porian et al.'s ladder (scalinglab.papers.porian.STEPS) each preset corresponds to, for its targets.
+# Porian et al.'s ladder on our own runs (issue 13), one change per step. Per preset: N counted
+# (non_embedding: Kaplan's, C = 6·N_ne·D; standard: with the head, C = 6·N_std·D), warmup (long: the profile's
+# kaplan_warmup_tokens; short: about N_std tokens), schedule (constant: one run per shape, read at every budget
+# it passes; cosine: one run per (budget, shape), decayed to it) and per-size tuning (False: kaplan_lr, batch_size
+# and beta2 0.95 for every size; True: today's hoffmann rule, lr ∝ N^lr_power, batch ∝ N^batch_power, beta2 0.99).
+# Step 1 (head parameters and FLOPs in N and C) trains nothing: it re-reads ladder0's runs with the standard
+# count. For it, ladder0's runs are also evaluated where 6·n_standard·D meets each of ladder2's budgets
+# (RunSpec.standard_budgets; those curve rows have budget NULL, so ladder0's own analysis ignores them).
+# Step 4 is the tuned cosine, not Porian's tuned constant LR: it then differs from step 3 in the per-size
+# lr/batch/β2 alone (their last step also drops the cosine, a second change), and its rule is the one the
+# committed hoffmann sweep already uses (a constant-LR rule would need its own probe).
+LADDER = {
+    "ladder0": ("non_embedding", "long", "constant", False),   # Kaplan reproduction
+    "ladder2": ("standard", "short", "constant", False),       # + short warmup (after step 1's count)
+    "ladder3": ("standard", "short", "cosine", False),         # + cosine decay matched to each budget
+    "ladder4": ("standard", "short", "cosine", True),          # + per-size lr, batch and beta2
+}
+PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER}
+PRESETS = ("kaplan", "hoffmann", *LADDER)
+# Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points.
+NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
+# The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
 # kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long fixed
 # horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
 # lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
-PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr")}
+PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr"),
+                "ladder0": ("kaplan_reproduction", "plus_head"), "ladder2": ("plus_short_warmup",),
+                "ladder3": ("plus_cosine",), "ladder4": ("tuned_constant_lr",)}
+
 LAUNCHERS = ("local", "submitit")
 # Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
 # each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
@@ -25,6 +48,8 @@ ENVELOPE_BOOT = 1000
 SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
 # The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
 WORKBOOK_SMOKE_SEEDS = 2
+WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
+WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
 
 
 @dataclass(frozen=True)
@@ -70,7 +95,8 @@ PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke", tokenizer="bpe512-t300000", seq_len=32, head_dim=8, batch_size=8,
         shapes=((8, 1), (16, 1), (24, 1), (32, 1), (48, 1)),
-        budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9)),
+        budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9), ladder0=(2e8, 4e8, 8e8, 1.6e9),
+                     ladder2=(6e8, 1.2e9, 2.4e9), ladder3=(6e8, 1.2e9, 2.4e9), ladder4=(6e8, 1.2e9, 2.4e9)),
         train_bytes=600_000, val_bytes=100_000, eval_tokens=2_048, kaplan_warmup_tokens=8_192, n_ref=2e4,
         kaplan_max_tokens=40_000,
     ),
@@ -87,13 +113,31 @@ PROFILES: dict[str, Profile] = {
         # rate falls from >= 1e-2 at 32k to ~3e-3 at 106k and above, hence the steep N^-0.75.
         hoffmann_lr=3.5e-3, lr_power=-0.75,
     ),
+    # Porian et al.'s ladder on CPU (issue 13): presets ladder0, ladder2, ladder3, ladder4, 3 seeds each,
+    # ~2 h on 2 cores (one run per core). Two decades of compute per step, 7 budgets a third of a decade apart;
+    # ladder0's in Kaplan's count (C = 6·N_ne·D), the others' in the standard count. A 512-id BPE: the head
+    # (512·width) is 82% of N_std at 8x1 and 18% at 96x2 (46% at 32x1), so step 1 still has a head to count
+    # (Porian et al.'s smallest models are mostly head too) without it swamping every size (at 1,024 ids it was
+    # 40-90%); ln 512 = 6.24. 9 shapes ~1.6x apart in N_std (5k to 273k). 30 MB of text are 14.6M tokens,
+    # so no run repeats data (kaplan_max_tokens). Warmup: 200k tokens (long) against N_std (short, 5k-273k).
+    "cpu-ladder": Profile(
+        name="cpu-ladder", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
+        shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (48, 1), (48, 2), (64, 2), (96, 2)),
+        budgets=dict(ladder0=tuple(1e10 * 10 ** (k / 3) for k in range(7)),
+                     **{p: tuple(2e10 * 10 ** (k / 3) for k in range(7)) for p in ("ladder2", "ladder3", "ladder4")}),
+        tokens_per_param=(2, 500), train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536,
+        kaplan_warmup_tokens=200_000, kaplan_max_tokens=14_000_000, hoffmann_lr=3.5e-3, lr_power=-0.75,
+    ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
     # (compiling each shape would take longer than training it), and 4 runs at once on the one GPU.
     "gpu-quick": Profile(
         name="gpu-quick", tokenizer="bpe8192-t20000000", seq_len=256, batch_size=128, head_dim=32, device="cuda",
         shapes=((32, 2), (48, 2), (64, 2), (96, 2), (128, 3), (192, 3), (256, 4)),
-        budgets=dict(kaplan=(1e13, 2e13, 4e13, 8e13, 1.6e14, 3.2e14), hoffmann=(1e14, 2e14, 4e14, 8e14)),
+        budgets=dict(kaplan=(1e13, 2e13, 4e13, 8e13, 1.6e14, 3.2e14), hoffmann=(1e14, 2e14, 4e14, 8e14),
+                     # the ladder (untested: no GPU yet): ladder0 as kaplan, the standard-count steps as hoffmann
+                     ladder0=(1e13, 2e13, 4e13, 8e13, 1.6e14, 3.2e14),
+                     **{p: (1e14, 2e14, 4e14, 8e14) for p in ("ladder2", "ladder3", "ladder4")}),
         train_bytes=120_000_000, val_bytes=4_000_000, eval_tokens=262_144, kaplan_lr=2e-3,
         kaplan_warmup_tokens=10_000_000, kaplan_max_tokens=400_000_000, hoffmann_lr=2e-3, n_ref=2e6,
         tokens_per_param=(2, 1000), threads=4, workers=4, compile=False,
@@ -104,7 +148,9 @@ PROFILES: dict[str, Profile] = {
     "gpu": Profile(
         name="gpu", tokenizer="gpt2", seq_len=512, batch_size=64, head_dim=64, device="cuda",
         shapes=((48, 2), (64, 2), (96, 2), (128, 2), (192, 3), (256, 4), (384, 6), (512, 8)),
-        budgets=dict(kaplan=tuple(1e14 * 2**k for k in range(6)), hoffmann=tuple(1e15 * 2**k for k in range(5))),
+        budgets=dict(kaplan=tuple(1e14 * 2**k for k in range(6)), hoffmann=tuple(1e15 * 2**k for k in range(5)),
+                     ladder0=tuple(1e14 * 2**k for k in range(6)),
+                     **{p: tuple(1e15 * 2**k for k in range(5)) for p in ("ladder2", "ladder3", "ladder4")}),
         train_bytes=None, val_bytes=8_000_000, eval_tokens=1_048_576, kaplan_lr=1e-3,
         kaplan_warmup_tokens=50_000_000, kaplan_max_tokens=1_000_000_000, hoffmann_lr=1e-3, n_ref=2e7,
         tokens_per_param=(2, 200), threads=4, workers=2,
@@ -168,6 +214,8 @@ class RunSpec:
     model: dict
     train: dict
     replicate: int = 0             # which of the sweep's seeds (0: the profile's seed; run ids of 0 carry no suffix)
+    # ladder0 only: the standard-count budgets (ladder2's) it is also evaluated at, for the ladder's step 1
+    standard_budgets: tuple[float, ...] = ()
 
 
 # A cosine run needs enough steps for its budget to be met to within 1/(2*MIN_STEPS) (whole steps).
@@ -215,22 +263,36 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
                       model=model)
         base = dict(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
                     compile=prof.compile)
-        if preset == "kaplan":
-            n = counts.non_embedding
+        count, warmup, schedule, tuned = PRESET_CONFIG[preset]
+        if schedule == "constant":
+            n = counts.non_embedding if count == "non_embedding" else counts.standard
             reach = [c for c in budgets if math.ceil(c / (6 * n)) <= prof.kaplan_max_tokens] or budgets[:1]
             tokens = [math.ceil(c / (6 * n)) for c in reach]
-            train = dict(base, lr=prof.kaplan_lr, schedule="constant", warmup_tokens=prof.kaplan_warmup_tokens,
-                         total_tokens=tokens[-1], batch_size=prof.batch_size, beta2=0.95, eval_at_tokens=tokens)
-            runs.append(RunSpec(run_id=f"kaplan-w{width}-d{depth}", budget=reach[-1], budgets=tuple(reach),
-                                train=train, **common))
+            evals, standard = list(tokens), ()
+            if preset == "ladder0":  # step 1's points: the same run where 6·n_standard·D meets ladder2's budgets
+                standard = tuple(c for c in sorted(prof.budgets.get("ladder2", ()))
+                                 if math.ceil(c / (6 * counts.standard)) <= tokens[-1])
+                evals = sorted(set(evals) | {math.ceil(c / (6 * counts.standard)) for c in standard})
+            train = dict(base, lr=prof.kaplan_lr, schedule="constant",
+                         warmup_tokens=prof.kaplan_warmup_tokens if warmup == "long" else counts.standard,
+                         total_tokens=tokens[-1], batch_size=prof.batch_size, beta2=0.95, eval_at_tokens=evals)
+            run_id = f"kaplan-w{width}-d{depth}" if preset == "kaplan" else f"{preset}-w{width}-d{depth}"
+            runs.append(RunSpec(run_id=run_id, budget=reach[-1], budgets=tuple(reach), train=train,
+                                standard_budgets=standard, **common))
             continue
         n = counts.standard
-        lr = min(prof.hoffmann_lr * (n / prof.n_ref) ** prof.lr_power, prof.max_lr)
+        if tuned:
+            lr = min(prof.hoffmann_lr * (n / prof.n_ref) ** prof.lr_power, prof.max_lr)
         lo, hi = prof.tokens_per_param
         for c in budgets:
             if not lo <= c / (6 * n * n) <= hi:
                 continue
-            batch = _hoffmann_batch(prof, n, c / (6 * n))
+            if tuned:
+                batch, beta2 = _hoffmann_batch(prof, n, c / (6 * n)), 0.99
+            else:  # step 3: step 0's lr, batch and beta2 for every size; a run too short for them is left out
+                lr, batch, beta2 = prof.kaplan_lr, prof.batch_size, 0.95
+                if c / (6 * n) < MIN_STEPS * batch * prof.seq_len:
+                    continue
             tokens = step_at(math.ceil(c / (6 * n)), batch * prof.seq_len) * batch * prof.seq_len
             # Also evaluated on the way, every half-octave of compute down to the grid's smallest budget:
             # mid-cosine points are what Hoffmann's Approach 1 takes the envelope of (scalinglab.fitting.envelope),
@@ -238,8 +300,8 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
             on_the_way = [math.ceil(c * 2 ** (-k / 2) / (6 * n)) for k in range(1, 2 * len(budgets))
                           if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]
             train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
-                         batch_size=batch, beta2=0.99, eval_at_tokens=sorted(on_the_way) + [tokens])
-            runs.append(RunSpec(run_id=f"hoffmann-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
+                         batch_size=batch, beta2=beta2, eval_at_tokens=sorted(on_the_way) + [tokens])
+            runs.append(RunSpec(run_id=f"{preset}-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
                                 train=train, **common))
     return runs
 

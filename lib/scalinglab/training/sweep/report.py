@@ -12,7 +12,8 @@ from pathlib import Path
 
 from scalinglab.errors import UserError
 from scalinglab.training.sweep.launch import run_sweep
-from scalinglab.training.sweep.plan import ENVELOPE_BOOT, ISOFLOP_BOOT, PRESETS, SEED_BOOT, WORKBOOK_SMOKE_SEEDS
+from scalinglab.training.sweep.plan import (ENVELOPE_BOOT, ISOFLOP_BOOT, NON_EMBEDDING_PRESETS, SEED_BOOT,
+                                             WORKBOOK_PRESETS, WORKBOOK_SMOKE_SEEDS)
 from scalinglab.training.sweep.store import sweep_meta, summary_counts
 
 
@@ -50,7 +51,7 @@ def isoflop_points(db_path: Path | str):
             "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
             f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
             "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
-    df.insert(4, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]))
+    df.insert(4, "n", df["n_non_embedding"].where(df["preset"].isin(NON_EMBEDDING_PRESETS), df["n_standard"]))
     return df
 
 
@@ -77,7 +78,7 @@ def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
     except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     df.insert(2, "shape", "w" + df["width"].astype(str) + "-d" + df["depth"].astype(str))
-    df.insert(5, "n", df["n_non_embedding"].where(df["preset"] == "kaplan", df["n_standard"]).astype(float))
+    df.insert(5, "n", df["n_non_embedding"].where(df["preset"].isin(NON_EMBEDDING_PRESETS), df["n_standard"]).astype(float))
     df = df.drop(columns=["n_non_embedding", "n_standard"])
     if mean_over_seeds:
         cols = list(df.columns)
@@ -451,7 +452,7 @@ def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | N
     files under data/sweeps/."""
     if profile == "smoke":
         out = {}
-        for preset in PRESETS:
+        for preset in WORKBOOK_PRESETS:
             db = Path(results_dir) / "sweeps" / f"{preset}.db"
             run_sweep(preset, "smoke", db, progress=False, seeds=WORKBOOK_SMOKE_SEEDS)
             out[preset] = db
@@ -461,4 +462,5 @@ def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | N
     from scalinglab.harness.workbook import project_root
 
     folder = project_root(Path(__file__).resolve().parent) / "data" / "sweeps"
-    return {p: next((f for f in (folder / f"{p}.db", folder / f"{p}.csv") if f.is_file()), None) for p in PRESETS}
+    return {p: next((f for f in (folder / f"{p}.db", folder / f"{p}.csv") if f.is_file()), None)
+            for p in WORKBOOK_PRESETS}

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scalinglab.errors import UserError
-from scalinglab.training.sweep.plan import Profile, RunSpec
+from scalinglab.training.sweep.plan import NON_EMBEDDING_PRESETS, Profile, RunSpec
 
 
 # --- the database --------------------------------------------------------------------------
@@ -71,7 +71,7 @@ def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
     """The launcher's one write per finished run: its row and its curve in one transaction."""
     from scalinglab.accounting.decoder import step_at
 
-    n = spec.n_non_embedding if spec.preset == "kaplan" else spec.n_standard
+    n = spec.n_non_embedding if spec.preset in NON_EMBEDDING_PRESETS else spec.n_standard
     budget_at = {step_at(math.ceil(c / (6 * n)), result["tokens_per_step"]): c for c in spec.budgets}
     with con:
         con.execute("DELETE FROM curves WHERE run_id = ?", (spec.run_id,))
@@ -95,7 +95,7 @@ def pending(con: sqlite3.Connection) -> list[RunSpec]:
 
 
 def spec_from_dict(d: dict) -> RunSpec:
-    return RunSpec(**{**d, "budgets": tuple(d["budgets"])})
+    return RunSpec(**{**d, "budgets": tuple(d["budgets"]), "standard_budgets": tuple(d.get("standard_budgets", ()))})
 
 
 def summary_counts(con: sqlite3.Connection) -> dict:
