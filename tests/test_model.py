@@ -2,8 +2,8 @@ import itertools
 
 import pytest
 import torch
-
 from scalinglab.accounting.decoder import count_params, mlp_hidden
+from scalinglab.errors import UserError
 from scalinglab.training.model import GPT, GPTConfig, load_checkpoint, save_checkpoint
 
 
@@ -45,7 +45,7 @@ def test_forward_shapes_loss_and_causality():
     out2 = model(idx2)
     assert torch.allclose(out2[:, :-1], logits[:, :-1], atol=1e-6)
     assert not torch.allclose(out2[:, -1], logits[:, -1])
-    with pytest.raises(ValueError, match="longer than seq_len"):
+    with pytest.raises(UserError, match="longer than seq_len"):
         model(torch.zeros(1, 13, dtype=torch.long))
 
 
@@ -62,7 +62,7 @@ def test_checkpoint_round_trip(tmp_path):
 
 
 def test_bad_config_is_rejected():
-    with pytest.raises(ValueError, match="mlp"):
+    with pytest.raises(UserError, match="mlp"):
         GPTConfig(mlp="relu")
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(UserError, match="divisible"):
         GPTConfig(width=30, n_head=4)

@@ -3,9 +3,9 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from scalinglab.training.model import GPTConfig
+from scalinglab.errors import UserError
 from scalinglab.training.loop import TrainConfig, get_batch, lr_at, resolve_device, train
+from scalinglab.training.model import GPTConfig
 
 
 def test_cosine_schedule_warms_up_peaks_and_decays_to_the_floor():
@@ -38,7 +38,7 @@ def test_constant_schedule_after_warmup():
     assert lr_at(250, cfg, 10) == pytest.approx(2e-3 * 260 / 500)
     assert {lr_at(t, cfg, 10) for t in (500, 1000, 10**9)} == {2e-3}
     assert lr_at(0, TrainConfig(lr=1e-3, warmup_tokens=0, schedule="constant"), 10) == 1e-3
-    with pytest.raises(ValueError, match="schedule"):
+    with pytest.raises(UserError, match="schedule"):
         TrainConfig(schedule="linear")
 
 
@@ -124,7 +124,7 @@ def test_cuda_request_without_a_gpu_is_an_error():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     assert resolve_device("auto") == "cpu"
-    with pytest.raises(ValueError, match="no GPU"):
+    with pytest.raises(UserError, match="no GPU"):
         resolve_device("cuda")
 
 

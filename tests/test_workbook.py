@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-
+from scalinglab.errors import UserError
 from scalinglab.harness.workbook import Workbook, project_root, resolve_profile
 
 
@@ -18,7 +18,7 @@ def test_profile_env_overrides_the_parameter(monkeypatch):
 
 def test_unknown_profile_is_refused(monkeypatch):
     monkeypatch.delenv("SCALINGLAB_PROFILE", raising=False)
-    with pytest.raises(ValueError, match="'fast'"):
+    with pytest.raises(UserError, match="'fast'"):
         Workbook("x", "fast")
 
 

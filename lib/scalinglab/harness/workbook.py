@@ -18,11 +18,13 @@ moves the results folder.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
 
 PROFILES = ("full", "smoke")
 PROFILE_ENV = "SCALINGLAB_PROFILE"
@@ -32,7 +34,7 @@ RESULTS_ENV = "SCALINGLAB_RESULTS"
 def resolve_profile(profile: str) -> str:
     profile = os.environ.get(PROFILE_ENV) or profile
     if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+        raise UserError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
     return profile
 
 
@@ -57,19 +59,6 @@ def pick_device() -> str:
     except ImportError:
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _jsonable(obj: Any) -> Any:
-    """Numpy scalars and arrays, NaN and inf made safe for json.dump."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "tolist"):  # numpy scalar or array
-        return _jsonable(obj.tolist())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 @dataclass
@@ -103,5 +92,5 @@ class Workbook:
 
     def write_summary(self) -> Path:
         path = self.out_dir / "summary.json"
-        path.write_text(json.dumps(_jsonable(self.summary), indent=2, sort_keys=True) + "\n")
+        path.write_text(json.dumps(to_jsonable(self.summary), indent=2, sort_keys=True) + "\n")
         return path

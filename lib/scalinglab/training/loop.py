@@ -30,6 +30,7 @@ import torch
 
 # step_at and gpu_peak live with the FLOP accounting, so that sweep planning and reports need no torch
 from scalinglab.accounting.decoder import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
+from scalinglab.errors import UserError
 from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
 
 SCHEDULES = ("cosine", "constant")
@@ -58,7 +59,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
+            raise UserError(f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
 
 
 @dataclass
@@ -93,7 +94,7 @@ def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but torch sees no GPU")
+        raise UserError("device 'cuda' requested but torch sees no GPU")
     return device
 
 

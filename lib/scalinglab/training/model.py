@@ -27,6 +27,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 from scalinglab.accounting.decoder import mlp_hidden
+from scalinglab.errors import UserError
 
 MLPS = ("gelu", "swiglu")
 
@@ -46,11 +47,11 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         if self.mlp not in MLPS:
-            raise ValueError(f"mlp must be one of {MLPS}, not {self.mlp!r}")
+            raise UserError(f"mlp must be one of {MLPS}, not {self.mlp!r}")
         if self.n_head <= 0:
             self.n_head = max(1, self.width // self.head_dim)
         if self.width % self.n_head:
-            raise ValueError(f"width {self.width} is not divisible by n_head {self.n_head}")
+            raise UserError(f"width {self.width} is not divisible by n_head {self.n_head}")
 
     @property
     def mlp_hidden(self) -> int:
@@ -131,7 +132,7 @@ class GPT(nn.Module):
         """Logits (B, T, vocab); with targets, (logits, mean cross-entropy)."""
         T = idx.size(1)
         if T > self.config.seq_len:
-            raise ValueError(f"sequence of {T} tokens is longer than seq_len {self.config.seq_len}")
+            raise UserError(f"sequence of {T} tokens is longer than seq_len {self.config.seq_len}")
         pos = torch.arange(T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.blocks:
