@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-
+from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
-from scalinglab.errors import UserError
 from scalinglab.fitting.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
@@ -26,7 +25,7 @@ def test_noise_free_law_predicts_held_out_rows_exactly():
     assert list(res.heldout.rows) == list(np.flatnonzero(held))
     # The fit recovers the law to the solver's tolerance, so its predictions do too, even 8× beyond in D.
     assert np.max(np.abs(res.heldout.rel_error)) < 1e-6
-    assert not res.heldout.has_interval and "n_inside_interval" not in res.summary()
+    assert not res.heldout.has_interval and "n_inside_interval" not in res.stats()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -42,7 +41,7 @@ def test_noisy_law_predicts_held_out_rows_within_tolerance(seed):
     # other seeds and platforms while staying well below the 12% the wrong-law test below produces.
     assert off.mean() < 0.03
     # Against the noisy runs the error adds the 0.4% mean |noise|, and the summary reports that.
-    assert res.summary()["mean_abs_rel_error"] == pytest.approx(np.abs(h.rel_error).mean())
+    assert res.stats()["mean_abs_rel_error"] == pytest.approx(np.abs(h.rel_error).mean())
     # The law is right, so its 95% bootstrap interval should hold the true loss at nearly every row;
     # below 80% would mean the intervals are too narrow to trust.
     assert np.mean((truth[held] >= h.lower) & (truth[held] <= h.upper)) >= 0.8
@@ -60,9 +59,9 @@ def test_held_out_rows_from_a_different_law_show_a_large_error():
     # Noise-free training rows: the fit is the truth, so the error is exactly the gap between the laws.
     expected = (TRUE.loss(h.N, h.D) - other.loss(h.N, h.D)) / other.loss(h.N, h.D)
     np.testing.assert_allclose(h.rel_error, expected, rtol=1e-5)
-    assert res.summary()["mean_abs_rel_error"] > 0.05 and np.all(h.rel_error < 0)
+    assert res.stats()["mean_abs_rel_error"] > 0.05 and np.all(h.rel_error < 0)
     # Every replicate refits the same noise-free runs, so the intervals are points that miss every run.
-    assert res.summary()["n_inside_interval"] == 0
+    assert res.stats()["n_inside_interval"] == 0
 
 
 def test_conditions_parse_and_select():
@@ -297,6 +296,6 @@ def test_gadre_small_over_trained_runs_fix_the_extrapolation(gadre, dataset):
     assert len(with_tiny.train_rows) == 17
     same = np.isin(m_le_1.heldout.rows, with_tiny.heldout.rows)
     before = np.median(np.abs(m_le_1.heldout.rel_error[same]))
-    after = with_tiny.summary()["median_abs_rel_error"]
+    after = with_tiny.stats()["median_abs_rel_error"]
     assert after < 3 * 0.0071
     assert after < before / 3

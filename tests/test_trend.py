@@ -6,10 +6,19 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from scalinglab.errors import UserError
-from scalinglab.inverse_scaling.trend import (TRENDS, TrendOptions, Dispersion, adjust_pvalues, adjust_trends, between_model_sd,
-                              classify_groups, classify_trend, critical_scale, pooled_dispersion)
+from scalinglab.inverse_scaling.trend import (
+    TRENDS,
+    Dispersion,
+    TrendOptions,
+    adjust_pvalues,
+    adjust_trends,
+    between_model_sd,
+    classify_groups,
+    classify_trend,
+    critical_scale,
+    pooled_dispersion,
+)
 
 X = np.logspace(8, 11, 7)          # seven models over three decades
 Z = np.log10(X) - 9.5              # centred log scale, -1.5 .. 1.5
@@ -194,7 +203,7 @@ def test_pooled_dispersion_is_floored_at_one_and_needs_residual_df():
 
 
 def _fields_of_the_tests(r):
-    return {k: v for k, v in r.as_dict().items() if k not in ("dispersion", "test")}
+    return {k: v for k, v in r.to_dict().items() if k not in ("dispersion", "test")}
 
 
 def test_a_floored_pooled_scale_gives_exactly_the_binomial_tests():
@@ -350,7 +359,7 @@ def test_cli_pooled_dispersion_and_adjusted_p_values(tmp_path, capsys):
     df = _family_table(rng, (5,) * 6, rho=0.02)  # flat but overdispersed (scale ~ 21)
     path = tmp_path / "fams.csv"
     df.to_csv(path, index=False)
-    argv = ["trend", str(path), "--x-col", "x", "--y-col", "acc", "--n-col", "n", "--group-col", "fam", "--json"]
+    argv = ["trend", str(path), "--x-col", "x", "--y-col", "acc", "--count-col", "n", "--group-by", "fam", "--json"]
     assert main(argv + ["--dispersion", "pooled"]) == 0
     rows = json.loads(capsys.readouterr().out)
     expected = pooled_dispersion(df, "x", "acc", "n", "fam")

@@ -82,7 +82,7 @@ class ParamCounts:
     mlp_hidden: int
     kaplan_approx: int      # 12·depth·width², Kaplan's shorthand for non_embedding
 
-    def as_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
@@ -94,7 +94,7 @@ class FlopsPerToken:
     standard: int
     with_attention: int
 
-    def as_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 

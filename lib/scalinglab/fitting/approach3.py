@@ -34,9 +34,16 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
-from scalinglab.fitting.options import FitOptions, Parametrisation, exact_fixed, hoffmann_grid, min_rows, parametrisation
-from scalinglab.fitting.results import Bootstrap, FitResult
-from scalinglab.fitting.solver import batched_solve, objective, projected_grad, law_terms, value_and_grad
+from scalinglab.fitting.options import (
+    FitOptions,
+    Parametrisation,
+    exact_fixed,
+    hoffmann_grid,
+    min_rows,
+    parametrisation,
+)
+from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, FitResult
+from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
 
 # --- data checks -----------------------------------------------------------
 
@@ -221,9 +228,6 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     return result
 
 
-# Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
-# gradient, stay where the start put them, and a bootstrap shows them with zero spread, as if known.
-NEGLIGIBLE_TERM = 1e-6
 
 
 def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[str, ...]:
@@ -379,6 +383,25 @@ def compute_optimal(result: FitResult, C, level: float | None = None) -> list[di
             row["level"] = level
         out.append(row)
     return out
+
+
+def allocation_summary(rows: list[dict[str, Any]]) -> str:
+    """The table `scalinglab fit --compute` prints for ``compute_optimal``'s rows."""
+    names = {"n_opt": ("N_opt", ".4g"), "d_opt": ("D_opt", ".4g"), "tokens_per_param": ("tokens/param", ".1f"),
+             "loss": ("loss there", ".4f")}
+    lines: list[str] = []
+    for r in rows:
+        head = f"compute-optimal allocation at C = {r['C']:.3g} FLOP (C = 6ND)"
+        if "ci" in r:
+            head += f"; {round(r['level'] * 100):d}% intervals from the bootstrap (parameter uncertainty only)"
+        lines += ([""] if lines else []) + [head]
+        for key, (name, fmt) in names.items():
+            row = f"  {name:<14}{format(r[key], fmt):>12}"
+            if "ci" in r:
+                lo, hi = r["ci"][key]
+                row += f"   [{format(lo, fmt)}, {format(hi, fmt)}]"
+            lines.append(row)
+    return "\n".join(lines)
 
 
 def keep_below_highest(L, k: int) -> np.ndarray:

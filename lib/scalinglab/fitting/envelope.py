@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
 
 METHODS = ("grid", "hull")
 # Hoffmann et al. 2022 §3.1: "at 1500 logarithmically spaced FLOP values".
@@ -286,6 +287,27 @@ class EnvelopeFit:
     # resample i draws the same runs in any fit, so two fits' rows can be paired (pearce_song does).
     boot_draw: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
     points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the exponents as every report shapes them (``exponent``: a, ci, coef; ``d_exponent``:
+        b, ci, coef), then how the fit went."""
+        return to_jsonable(dict(exponent=dict(a=self.exponent, ci=list(self.ci), coef=self.coef),
+                                d_exponent=dict(b=self.d_exponent, ci=list(self.d_ci), coef=self.d_coef),
+                                method=self.method, status=self.status, n_points=self.n_points, n_edge=self.n_edge,
+                                n_sizes=self.n_sizes, n_runs=self.n_runs, level=self.level, n_boot=self.n_boot,
+                                n_boot_failed=self.n_boot_failed))
+
+    def summary(self) -> str:
+        """Two lines: a and b with their intervals (or why they were not fitted)."""
+        if self.status != "ok":
+            return f"a, b: not fitted; status {self.status}"
+
+        def iv(ci):
+            return f"{self.level:.0%} interval [{ci[0]:.3f}, {ci[1]:.3f}]" if np.isfinite(ci[0]) else "no interval"
+
+        return (f"a = {self.exponent:.3f}, {iv(self.ci)}; N_opt = {self.coef:.3g}·C^a ({self.method} envelope, "
+                f"{self.n_points} points, {self.n_sizes} sizes)\n"
+                f"b = {self.d_exponent:.3f}, {iv(self.d_ci)}; D_opt = {self.d_coef:.3g}·C^b")
 
     def n_opt(self, flops):
         return self.coef * np.asarray(flops, dtype=float) ** self.exponent

@@ -26,13 +26,15 @@ fast start.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from scalinglab.fitting import approach3 as F
 from scalinglab.errors import UserError
+from scalinglab.fitting import approach3 as F
+from scalinglab.serialization import to_jsonable
 
 OPS = ("<=", ">=", "==", "!=", "<", ">", "~")  # two-character operators first, so "<=" is not read as "<"
 NUMERIC_OPS = ("<", "<=", ">", ">=")
@@ -159,7 +161,7 @@ class Predictions:
     def rel_error(self) -> np.ndarray:
         return (self.predicted - self.actual) / self.actual
 
-    def subset(self, keep) -> "Predictions":
+    def subset(self, keep) -> Predictions:
         """The same predictions for the rows where ``keep`` (a mask over these rows) is True."""
         keep = np.asarray(keep, bool)
         cut = {k: getattr(self, k)[keep] for k in ("rows", "N", "D", "actual", "predicted", "lower", "upper")}
@@ -192,7 +194,9 @@ class Predictions:
         """Whether each actual loss lies in its interval (False without one)."""
         return (self.actual >= self.lower) & (self.actual <= self.upper)
 
-    def summary(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
+        """n, mean/median/max absolute relative error (and the worst row), mean relative error; with
+        intervals, their level and how many actual losses lie inside."""
         err = np.abs(self.rel_error)
         worst = int(np.argmax(err))
         out: dict[str, Any] = {"n": len(err), "mean_abs_rel_error": float(err.mean()),
@@ -212,7 +216,29 @@ class Predictions:
             if self.has_interval:
                 row["interval"] = [float(self.lower[i]), float(self.upper[i])]
             rows.append(row)
-        return {"summary": self.summary(), "rows": rows}
+        return to_jsonable({"summary": self.stats(), "rows": rows})
+
+    def summary(self, what: str = "predicted", n_fit: int | None = None) -> str:
+        """The table `scalinglab fit --holdout/--predict` prints: one line per run, then the errors.
+        ``what`` says where the runs come from ("held out (...)"); ``n_fit``: the runs the law was fitted on."""
+        interval = self.has_interval
+        fitted = "" if n_fit is None else f"; the law was fitted on {n_fit}"
+        lines = [f"{len(self.rows)} runs {what}{fitted}",
+                 f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
+                 + (f"   {round(self.level * 100):d}% interval" if interval else "")]
+        for i in range(len(self.rows)):
+            row = (f"{self.rows[i]:>5d}{self.N[i]:>12.4g}{self.D[i]:>12.4g}{self.actual[i]:>10.4f}"
+                   f"{self.predicted[i]:>11.4f}{self.rel_error[i]:>+10.2%}")
+            if interval:
+                row += f"   [{self.lower[i]:.4f}, {self.upper[i]:.4f}]" + ("" if self.inside[i] else "  outside")
+            lines.append(row)
+        s = self.stats()
+        tail = (f"|rel err|: mean {s['mean_abs_rel_error']:.2%}, median {s['median_abs_rel_error']:.2%}, "
+                f"max {s['max_abs_rel_error']:.2%} (row {s['worst_row']})")
+        if interval:
+            tail += f"; {s['n_inside_interval']} of {s['n']} inside their interval (parameter uncertainty only)"
+        lines += ["", tail, "rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
+        return "\n".join(lines)
 
 
 def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None = None) -> Predictions:
@@ -244,14 +270,21 @@ class HoldoutResult:
     groups: str | None = None
     n_groups: int | None = None
 
-    def summary(self) -> dict[str, Any]:
-        return self.heldout.summary()
+    def stats(self) -> dict[str, Any]:
+        """The held-out predictions' error statistics (``Predictions.stats``)."""
+        return self.heldout.stats()
 
     def to_dict(self) -> dict[str, Any]:
         out = {"conditions": list(self.conditions), "n_train": len(self.train_rows)}
         if self.groups is not None:
             out.update(bootstrap_groups=self.groups, n_groups=self.n_groups)
-        return {**out, **self.heldout.to_dict()}
+        return to_jsonable({**out, **self.heldout.to_dict()})
+
+    def summary(self) -> str:
+        """The held-out runs' table, as `scalinglab fit --holdout` prints it (without the fit's own table:
+        ``self.fit.summary()``)."""
+        what = f"held out ({' or '.join(self.conditions)})" if self.conditions else "held out"
+        return self.heldout.summary(what, self.fit.n_rows)
 
 
 def _checked(table, col: str, rows: np.ndarray) -> np.ndarray:

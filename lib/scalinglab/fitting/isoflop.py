@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
 
 METHODS = ("parabola", "spline")
 # How several runs at one (N, C) become one point: Porian et al.'s runs there differ in hyperparameters
@@ -452,6 +453,20 @@ class IsoflopFit:
         """N*(C) for compute ``flops`` (scalar or array)."""
         return self.coef * np.asarray(flops, dtype=float) ** self.exponent
 
+    def to_dict(self) -> dict:
+        """The exponent as every report shapes it: a, ci, coef, n_budgets, status, weighted, r2 (NaN: None)."""
+        return to_jsonable(dict(a=self.exponent, ci=list(self.ci), coef=self.coef, n_budgets=self.n_budgets,
+                                status=self.status, weighted=self.weighted, r2=self.r2))
+
+    def summary(self) -> str:
+        """One line: a with its interval, the coefficient, how many budgets, and how it was fitted."""
+        if self.status != "ok":
+            return f"a: not fitted ({self.n_budgets} usable budgets, needs 2); status {self.status}"
+        ci = (f"95% interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if np.isfinite(self.ci[0])
+              else "no interval from 2 budgets")
+        kind = "WLS, weights 1/var(log N_opt)" if self.weighted else "unweighted least squares"
+        return f"a = {self.exponent:.3f}, {ci}; N_opt = {self.coef:.3g}·C^a; {self.n_budgets} budgets, {kind}"
+
 
 def fit_exponent(optima: pd.DataFrame, weighted: bool = True, level: float = 0.95) -> IsoflopFit:
     """Fit log n_opt = log coef + exponent · log flops over the usable budgets.
@@ -511,6 +526,13 @@ class ExponentDifference:
         if self.method == "welch_t" and np.isfinite(self.ci_min_df[0]):
             out["ci_min_df"] = [float(v) for v in self.ci_min_df]
         return out
+
+    def summary(self) -> str:
+        """One line: the difference and its interval, and how it was found."""
+        iv = (f"{self.level:.0%} interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if np.isfinite(self.ci[0])
+              else "no interval")
+        df = f", {self.df:.1f} df" if np.isfinite(self.df) else ""
+        return f"a - a' = {self.difference:.3f}, {iv} ({self.method}{df})"
 
 
 def exponent_difference(first: IsoflopFit, second: IsoflopFit, level: float = 0.95) -> ExponentDifference:

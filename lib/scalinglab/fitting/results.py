@@ -1,4 +1,5 @@
-"""What an Approach-3 fit returns: the fitted law with its status, and its bootstrap.
+"""What an Approach-3 fit returns: the fitted law with its status, and its bootstrap; each prints
+(``summary()``, the table `scalinglab fit` shows) and saves (``to_dict()``, JSON-ready).
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from typing import Any
 import numpy as np
 
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_theta
-from scalinglab.fitting.options import FitOptions, parametrisation
+from scalinglab.fitting.options import FitOptions, min_rows, parametrisation
+from scalinglab.serialization import to_jsonable
+
+# Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
+# gradient, stay where the start put them, and a bootstrap shows them with zero spread, as if known.
+NEGLIGIBLE_TERM = 1e-6
+
 
 @dataclass(frozen=True)
 class Bootstrap:
@@ -82,6 +89,18 @@ class Bootstrap:
     def tokens_per_param(self, C: float) -> np.ndarray:
         return np.array([ScalingLaw(*row).tokens_per_param(C) for row in self.samples])
 
+    def to_dict(self) -> dict[str, Any]:
+        """n_boot, n_failed, level, seed, unit, n_units, and se and ci per parameter (E … beta, a, b)."""
+        return to_jsonable({"n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level,
+                            "seed": self.seed, "unit": self.unit, "n_units": self.n_units,
+                            "se": self.se, "ci": {k: list(v) for k, v in self.ci.items()}})
+
+    def summary(self) -> str:
+        """One line: how many resamples of what, and how many converged."""
+        unit = "" if self.unit == "runs" else f" of {self.unit}, {self.n_units} groups"
+        return (f"{round(self.level * 100):d}% bootstrap: {len(self.samples)} of {self.n_boot} resamples{unit} "
+                f"converged (seed {self.seed})")
+
 
 @dataclass(frozen=True)
 class FitResult(ScalingLaw):
@@ -133,9 +152,52 @@ class FitResult(ScalingLaw):
                                "delta": self.options.delta, "fixed": self.fixed,
                                "tie_exponents": self.tied, "n_free": self.n_free}
         if self.bootstrap is not None:
-            bs = self.bootstrap
-            out["bootstrap"] = {"n_boot": bs.n_boot, "n_failed": bs.n_failed, "level": bs.level,
-                                "seed": bs.seed, "unit": bs.unit, "n_units": bs.n_units,
-                                "se": bs.se, "ci": {k: list(v) for k, v in bs.ci.items()}}
-        return out
+            out["bootstrap"] = self.bootstrap.to_dict()
+        return to_jsonable(out)
+
+    def summary(self, source: str = "fit", n_dropped: int = 0) -> str:
+        """The table `scalinglab fit` prints: the runs, constraints and status, then each parameter's estimate
+        (with SE and interval when bootstrapped). ``source`` names the data; ``n_dropped``: highest losses
+        dropped before the fit."""
+        bs = self.bootstrap
+        lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
+                 + f"; Huber delta {self.options.delta:g}, {self.n_starts} starts"]
+        fixed = self.fixed
+        if fixed or self.tied:
+            held = [f"{k} fixed at {v:g}" for k, v in fixed.items()] + (["beta tied to alpha"] if self.tied else [])
+            lines.append(f"constraints: {', '.join(held)}; {self.n_free} free parameters "
+                         f"(at least {min_rows(self.n_free)} runs needed)")
+        lines += [f"status: {self.status}" + (f" ({', '.join(self.at_bound)} at a bound)" if self.at_bound else "")
+                  + f"; objective {self.objective:.6g}"]
+        if self.unidentified:
+            lines.append(f"not identified: {', '.join(self.unidentified)} (their term is below "
+                         f"{NEGLIGIBLE_TERM:g} of the predicted loss at every run, so the runs say nothing about them)")
+        if bs and not len(bs.samples):
+            lines.append(f"bootstrap: all {bs.n_boot} replicates failed (no convergence, or an artificial bound): "
+                         "no standard errors or intervals")
+        lines.append("")
+        head = f"{'':<7}{'estimate':>12}"
+        if bs:
+            unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
+            head += (f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} "
+                     f"resamples{unit})")
+        lines.append(head)
+        values = {**self.params(), "a": self.a, "b": self.b}
+        # Why a row has no spread: it was given, or follows from the constraints.
+        marks = {k: "fixed" for k in fixed} | {k: "not identified" for k in self.unidentified}
+        if self.tied:
+            marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
+        elif {"alpha", "beta"} <= fixed.keys():
+            marks.update(a="from the fixed exponents", b="from the fixed exponents")
+        for name, v in values.items():
+            row = f"{name:<7}{v:>12.5g}"
+            if name in marks:
+                row += f"   {marks[name]}"
+            elif bs:
+                lo, hi = bs.ci[name]
+                row += f"{bs.se[name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
+            lines.append(row)
+        lines.append("")
+        lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
+        return "\n".join(lines)
 

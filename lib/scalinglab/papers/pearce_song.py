@@ -126,7 +126,7 @@ class CountingShift:
         """Share of the paired resamples whose shift is below the point shift (0.5 for a centred bootstrap)."""
         return float(np.mean(self.shift_draws < self.shift)) if len(self.shift_draws) else np.nan
 
-    def row(self) -> dict:
+    def to_dict(self) -> dict:
         return {"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
                 "a Kaplan": self.kaplan, "Kaplan lo": self.kaplan_ci[0], "Kaplan hi": self.kaplan_ci[1],
                 "shift": self.shift, "shift lo": self.shift_ci[0], "shift hi": self.shift_ci[1],
@@ -155,8 +155,8 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
     keeps every checkpoint's loss the same in the two fits. Resample i draws the same
     runs in both (same run names, same seed), which is what pairs the shift's interval.
     """
-    from scalinglab.fitting import envelope
     from scalinglab.errors import UserError
+    from scalinglab.fitting import envelope
 
     if n_kaplan not in curves.columns:
         raise UserError(f"counting shift: the curves have no non-embedding N column {n_kaplan!r} "
@@ -274,7 +274,7 @@ class ShiftDifference:
     n_paired: int
     level: float = 0.95
 
-    def row(self) -> dict:
+    def to_dict(self) -> dict:
         return {"difference": self.difference, "lo": self.ci[0], "hi": self.ci[1], "paired": self.n_paired}
 
 

@@ -12,10 +12,16 @@ from pathlib import Path
 
 from scalinglab.errors import UserError
 from scalinglab.training.sweep.launch import run_sweep
-from scalinglab.training.sweep.plan import (ENVELOPE_BOOT, ISOFLOP_BOOT, NON_EMBEDDING_PRESETS, SEED_BOOT,
-                                             WORKBOOK_PRESETS, WORKBOOK_SMOKE_SEEDS)
-from scalinglab.training.sweep.store import sweep_meta, summary_counts
-
+from scalinglab.training.sweep.plan import (
+    ENVELOPE_BOOT,
+    ISOFLOP_BOOT,
+    NON_EMBEDDING_PRESETS,
+    SEED_BOOT,
+    WORKBOOK_PRESETS,
+    WORKBOOK_SMOKE_SEEDS,
+)
+from scalinglab.training.sweep.result import SweepReport
+from scalinglab.training.sweep.store import summary_counts, sweep_meta
 
 # --- analysis ------------------------------------------------------------------------------
 
@@ -298,7 +304,8 @@ def replicate_noise(db_path: Path | str) -> dict:
     return out
 
 
-def report(db_path: Path | str) -> dict:
+def report(db_path: Path | str) -> SweepReport:
+    """What the sweep at ``db_path`` holds and says (``SweepReport``: a dict with ``summary()`` and ``to_dict()``)."""
     db_path = Path(db_path)
     if not db_path.is_file():
         raise UserError(f"{db_path}: no such sweep database")
@@ -312,7 +319,7 @@ def report(db_path: Path | str) -> dict:
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     finally:
         con.close()
-    return dict(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
+    return SweepReport(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
                 **_throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
                 # only describes the curve near it): how much the estimator alone moves a

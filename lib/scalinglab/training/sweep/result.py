@@ -1,0 +1,78 @@
+"""A sweep database's report (what `scalinglab sweep-report` prints): planned and finished runs, the
+throughput, and the compute-optimal exponent by every estimator, each shaped ``{"a": ..., "ci": [lo, hi], ...}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scalinglab.serialization import to_jsonable
+
+
+class SweepReport(dict):
+    """``report(db)``'s result: a dict (db, preset, profile, counts, throughput, exponent, exponent_parabola,
+    exponent_envelope, exponent_seed_bootstrap, replicates, budget_sharing) that also prints and saves."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN and inf: None)."""
+        return to_jsonable(dict(self))
+
+    def summary(self) -> str:
+        """The text `scalinglab sweep-report` prints."""
+        rep = self
+        lines: list[str] = []
+        lines.append(f"{rep['preset']}/{rep['profile']}: {rep['finished']}/{rep['planned']} runs finished "
+              f"({rep['train_seconds']:.0f} s of training, {rep['train_flops']:.3g} FLOPs)")
+        if "utilisation" in rep:
+            lines.append(f"GPU utilisation over the sweep: {rep['utilisation']:.1%} of dense bf16 peak")
+        e = rep["exponent"]
+        if e.get("a") is None:
+            lines.append(f"exponent: not available ({e.get('reason')})")
+        else:
+            ci = e["ci"]
+            interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
+            lines.append(f"exponent a (N* ∝ C^a): {e['a']:.3f}{interval} from {e['n_budgets']} budgets (spline optima)")
+            p = rep.get("exponent_parabola") or {}
+            if p.get("a") is not None and p.get("ci") and None not in p["ci"]:
+                lines.append(f"  with parabola optima (5 sizes around each minimum): {p['a']:.3f} "
+                      f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]")
+        boot = rep.get("exponent_seed_bootstrap") or {}
+        if boot.get("a") is not None and boot.get("ci"):
+            failed = f"; {boot['n_boot_failed']} left fewer than 2 budgets" if boot.get("n_boot_failed") else ""
+            lines.append(f"  spline optima of the seed means, resampling each run's {boot['seeds']} seeds: {boot['a']:.3f} "
+                  f"[{boot['ci'][0]:.3f}, {boot['ci'][1]:.3f}] ({boot['n_boot']} resamples{failed}; seed noise only)")
+            sc = boot.get("scatter") or {}
+            if sc.get("a") is not None:
+                lines.append(f"  the same optima, with the budgets' scatter about the line added (GLS, seed covariance + "
+                      f"τ = {sc['tau']:.3f}): {sc['a']:.3f} [{sc['ci'][0]:.3f}, {sc['ci'][1]:.3f}] (t, {sc['df']:.0f} df)")
+        env = rep.get("exponent_envelope") or {}
+        if env.get("a") is not None and env.get("ci") and None not in env["ci"]:
+            dropped = (f"; {env['n_boot_failed']} of {env['n_boot']} resamples left fewer than 2 sizes and were dropped"
+                       if env.get("n_boot_failed") else "")
+            lines.append(f"  Approach 1, the envelope of the runs' curves: {env['a']:.3f} [{env['ci'][0]:.3f}, "
+                  f"{env['ci'][1]:.3f}] ({env['n_sizes']} sizes on it{dropped})")
+        noise = rep.get("replicates") or {}
+        if noise.get("seed_sd") is not None:
+            lines.append(f"  seeds: up to {noise['seeds']} per point; seed-to-seed sd of one run's loss {noise['seed_sd']:.4f} "
+                  f"pooled over {noise['points_with_replicates']} points from {noise['runs_per_seed']} runs per seed "
+                  f"(median point {noise['median_point_sd']:.4f})")
+            if noise.get("noise_floor") is not None:
+                lines.append(f"  the isoFLOP bootstrap's noise, fitted to them: sd = √({noise['noise_floor']:.4f}² + "
+                      f"({noise['noise_slope']:.3f}·Δ)²), Δ the loss above its budget's lowest; /√k for a mean of k seeds")
+            each = [e["a"] for e in noise.get("exponent_by_seed", [])]
+            if each:
+                lines.append("  each seed's runs alone (spline optima): a = "
+                      + ", ".join("n/a" if a is None else f"{a:.3f}" for a in each))
+        elif noise.get("parabola_sd") is not None:
+            lines.append(f"  one seed per point: the isoFLOP bootstrap's noise is the parabola residual sd "
+                  f"{noise['parabola_sd']:.4f}, misfit included (--seeds K measures it)")
+        shared = rep.get("budget_sharing") or {}
+        if shared.get("shared_runs"):
+            # The isoFLOP intervals are WLS intervals across budgets; with runs shared between budgets the
+            # optima are correlated (positively: one run's luck moves all its points), which such intervals
+            # ignore. Approach 1 resamples whole runs, so it carries the sharing.
+            lines.append(f"  note: {shared['shared_runs']} of {shared['runs']} runs give a point at more than one budget, so the "
+                  "budget optima are correlated: the spline and parabola intervals assume independent budgets and are "
+                  "likely too narrow; Approach 1's bootstrap resamples whole runs, and the seed bootstrap (with --seeds) "
+                  "a run's seeds at all its budgets")
+        return "\n".join(lines)
