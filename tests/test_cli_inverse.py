@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-
 from scalinglab.cli import main
 
 
@@ -23,8 +22,8 @@ def trend_csv(tmp_path):
 
 
 def test_trend_json_has_one_object_per_group(trend_csv, capsys):
-    rc = main(["trend", str(trend_csv), "--x-col", "compute", "--y-col", "acc", "--n-col", "n",
-               "--group-col", "task", "--json"])
+    rc = main(["trend", str(trend_csv), "--x-col", "compute", "--y-col", "acc", "--count-col", "n",
+               "--group-by", "task", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert {o["group"]: o["trend"] for o in out} == {"down": "inverse", "level": "flat"}
@@ -32,9 +31,9 @@ def test_trend_json_has_one_object_per_group(trend_csv, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--x-col", "compute", "--y-col", "accuracy", "--n-col", "n"], "no column 'accuracy'"),
-    (["--x-col", "compute", "--y-col", "task", "--n-col", "n"], "column 'task' is not numeric"),
-    (["--x-col", "compute", "--y-col", "acc", "--n-col", "n", "--alpha", "2"], "--alpha"),
+    (["--x-col", "compute", "--y-col", "accuracy", "--count-col", "n"], "no column 'accuracy'"),
+    (["--x-col", "compute", "--y-col", "task", "--count-col", "n"], "column 'task' is not numeric"),
+    (["--x-col", "compute", "--y-col", "acc", "--count-col", "n", "--alpha", "2"], "--alpha"),
 ])
 def test_trend_bad_input_exits_2_with_one_line(trend_csv, capsys, argv, message):
     assert main(["trend", str(trend_csv), *argv]) == 2
@@ -45,14 +44,14 @@ def test_trend_bad_input_exits_2_with_one_line(trend_csv, capsys, argv, message)
 def test_trend_no_grouped_rows_exits_2(tmp_path, capsys):
     path = tmp_path / "empty.csv"
     path.write_text("task,compute,acc,n\n")
-    assert main(["trend", str(path), "--x-col", "compute", "--y-col", "acc", "--n-col", "n",
-                 "--group-col", "task"]) == 2
+    assert main(["trend", str(path), "--x-col", "compute", "--y-col", "acc", "--count-col", "n",
+                 "--group-by", "task"]) == 2
     err = capsys.readouterr().err
     assert "no rows" in err and err.count("\n") == 1
 
 
 def test_trend_missing_file(tmp_path, capsys):
-    assert main(["trend", str(tmp_path / "nope.csv"), "--x-col", "a", "--y-col", "b", "--n-col", "c"]) == 2
+    assert main(["trend", str(tmp_path / "nope.csv"), "--x-col", "a", "--y-col", "b", "--count-col", "c"]) == 2
     assert "no such file" in capsys.readouterr().err
 
 
@@ -65,7 +64,6 @@ def test_cli_modules_do_not_import_torch():
 @pytest.fixture
 def tiny_checkpoint(tmp_path):
     import torch
-
     from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
 
     torch.manual_seed(0)
@@ -142,8 +140,8 @@ def test_an_uncached_hub_model_offline_fails_fast(monkeypatch, offline):
     pytest.importorskip("transformers")
     import time
 
-    from scalinglab.inverse_scaling import adapters as lm_adapters
     from scalinglab.errors import UserError
+    from scalinglab.inverse_scaling import adapters as lm_adapters
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1" if offline else "0")
     monkeypatch.setattr(lm_adapters, "_hub_reachable", lambda timeout=3.0: False)

@@ -45,13 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"scalinglab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"scalinglab.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"scalinglab.cli.{name}":
-                continue  # a subcommand not built yet
-            raise
-        module.register(sub)
+        # A module that fails to import is an error, never a silently missing command.
+        importlib.import_module(f"scalinglab.cli.{name}").register(sub)
     return parser
 
 

@@ -7,7 +7,7 @@ import json
 
 def register(sub) -> None:
     p = sub.add_parser("data", help="list, verify or locate the registered datasets")
-    dsub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    dsub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True, help="what to do")
 
     lst = dsub.add_parser("list", help="every dataset with its source, licence and local state")
     lst.add_argument("--json", action="store_true", help="one JSON array")

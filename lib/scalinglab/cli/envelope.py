@@ -9,8 +9,15 @@ command, never at the top, and torch never.
 
 from __future__ import annotations
 
-from scalinglab.cli.tables import (check_method, check_resampling, group_text, need_column, read_csv,
-                                   select_rows, split_groups)
+from scalinglab.cli.tables import (
+    check_level,
+    check_resampling,
+    need_column,
+    parse_group_by,
+    read_csv,
+    select_rows,
+    split_groups,
+)
 
 # CLI role -> (its default column in a CSV, the registry role that names it for a --dataset).
 # The registry's vocabulary is the one `scalinglab fit` reads (n, d, c, loss); only "run" is
@@ -23,7 +30,12 @@ COLUMNS = {
     "loss": ("loss", "loss"),
 }
 WHAT = {"run": "run", "n": "N", "tokens": "tokens", "flops": "compute", "loss": "loss"}
-FLAG = {role: f"--{role}-col" for role in COLUMNS}
+# role -> its flag; tokens and compute take the grammar's D and C flags.
+FLAG = {"run": "--run-col", "n": "--n-col", "tokens": "--d-col", "flops": "--c-col", "loss": "--loss-col"}
+DEST = {role: flag[2:].replace("-", "_") for role, flag in FLAG.items()}  # role -> argparse dest
+# Mirrors scalinglab.fitting.envelope.METHODS (importing it would load pandas at the CLI's start);
+# tests/test_cli_grammar.py checks that they agree.
+METHODS = ("grid", "hull")
 
 
 def register(sub) -> None:
@@ -38,19 +50,19 @@ def register(sub) -> None:
                     "checkpoints. An optimum whose run is the smallest or largest model covering that C is an "
                     "edge and is left out unless --keep-edges (the Gemstones authors keep them: --method hull "
                     "--keep-edges is their procedure). Intervals come from a bootstrap over runs. Without "
-                    "--flops-col (or a dataset's 'c' role) compute is C = 6·N·tokens, and then b = 1 - a by "
+                    "--c-col (or a dataset's 'c' role) compute is C = 6·N·tokens, and then b = 1 - a by "
                     "construction. Without a dataset's roles the columns default to run, N, tokens and loss.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV file with one row per (run, checkpoint)")
     src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
     p.add_argument("--run-col", metavar="COL", help="run id: the rows of one training curve share it (default run)")
     p.add_argument("--n-col", metavar="COL", help="parameters N, constant along a run (default N)")
-    p.add_argument("--tokens-col", metavar="COL", help="tokens D seen at the checkpoint (default tokens)")
-    p.add_argument("--flops-col", metavar="COL",
+    p.add_argument("--d-col", metavar="COL", help="tokens D seen at the checkpoint (default tokens)")
+    p.add_argument("--c-col", metavar="COL",
                    help="compute C spent at the checkpoint (default: none, C = 6·N·tokens; with it, tokens "
                         "may be absent and are taken as C/(6N))")
     p.add_argument("--loss-col", metavar="COL", help="loss at the checkpoint (default loss)")
-    p.add_argument("--method", default="grid", metavar="grid|hull",
+    p.add_argument("--method", default="grid", choices=METHODS,
                    help="grid: Hoffmann's 1,500-point interpolated envelope (default); hull: the lower convex "
                         "hull of the checkpoints (Gemstones)")
     p.add_argument("--keep-edges", action="store_true",
@@ -79,7 +91,7 @@ def _source(args):
 
         ds = data.get(args.dataset)
         df, roles, label = data.load(args.dataset), ds.roles, args.dataset
-    cols = {role: getattr(args, f"{role}_col") or roles.get(key, default)
+    cols = {role: getattr(args, DEST[role]) or roles.get(key, default)
             for role, (default, key) in COLUMNS.items()}
     return df, cols, label
 
@@ -95,29 +107,25 @@ def _check_columns(df, cols: dict, args, label: str) -> dict:
     if cols["tokens"] not in df.columns:
         if cols["flops"] is None:
             raise UserError(f"{label}: no tokens column {cols['tokens']!r} (columns: "
-                            f"{', '.join(map(str, df.columns))}); name it with --tokens-col, or give the "
-                            "compute with --flops-col")
-        if args.tokens_col:  # asked for by name: a silent C/(6N) would hide the typo
+                            f"{', '.join(map(str, df.columns))}); name it with --d-col, or give the "
+                            "compute with --c-col")
+        if args.d_col:  # asked for by name: a silent C/(6N) would hide the typo
             need_column(df, cols["tokens"], label, "tokens")
         cols = dict(cols, tokens=None)
     return cols
 
 
 def _run(args) -> int:
-    import json
     import sys
 
-    from scalinglab.fitting import envelope
     from scalinglab.errors import UserError
-    from scalinglab.harness.workbook import _jsonable
+    from scalinglab.fitting import envelope
+    from scalinglab.fitting.analysis import EnvelopeAnalysis, EnvelopeGroup, group_text
+    from scalinglab.serialization import dumps
 
-    check_method(args.method, envelope.METHODS)
     check_resampling(args)
-    if not 0 < args.level < 1:  # also catches nan
-        raise UserError(f"--level must lie strictly between 0 and 1 (e.g. 0.95), not {args.level}")
-    group_by = [c.strip() for c in (args.group_by or "").split(",") if c.strip()]
-    if args.group_by is not None and not group_by:
-        raise UserError(f"--group-by needs column names, not {args.group_by!r}")
+    check_level(args.level)
+    group_by = parse_group_by(args.group_by)
 
     df, cols, label = _source(args)
     if df.empty:  # before --where, whose checks would otherwise blame an empty selection
@@ -142,85 +150,11 @@ def _run(args) -> int:
         tables.append((labels, curves))
     # curves_table's output has fit_envelope's default column names, and taking it again is
     # the identity, so this is fit_envelope on the table as read.
-    results = [_group_result(labels, curves, envelope.fit_envelope(curves, options)) for labels, curves in tables]
-
-    out = dict(source=label, columns=cols,
-               compute_from=f"column {cols['flops']}" if cols["flops"] else "6·N·tokens",
-               tokens_from=f"column {cols['tokens']}" if cols["tokens"] else "C/(6N)",
-               method=args.method, keep_edges=args.keep_edges, bootstrap=args.bootstrap, seed=args.seed,
-               level=args.level, where=args.where, group_by=group_by, groups=results)
-    if args.json:
-        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (no fit, no interval) -> null
-    else:
-        print(_text(out))
+    results = [EnvelopeGroup.from_fit(labels, curves, envelope.fit_envelope(curves, options))
+               for labels, curves in tables]
+    analysis = EnvelopeAnalysis(source=label, columns=cols, method=args.method, keep_edges=args.keep_edges,
+                                bootstrap=args.bootstrap, seed=args.seed, level=args.level, where=args.where,
+                                group_by=group_by, groups=results)
+    print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no fit, no interval) -> null
     sys.stdout.flush()
     return 0
-
-
-def _segments(points) -> list[dict]:
-    """Stretches of C over which one run holds the envelope, from low C to high."""
-    import numpy as np
-
-    run = points["run"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
-    ends = np.r_[starts[1:], len(run)]
-    out = []
-    for i, j in zip(starts, ends):
-        seg = points.iloc[i:j]
-        out.append(dict(run=str(run[i]), n=float(seg["n"].iloc[0]), c_from=float(seg["flops"].iloc[0]),
-                        c_to=float(seg["flops"].iloc[-1]), n_points=int(j - i), n_used=int(seg["used"].sum()),
-                        n_edge=int(seg["edge"].sum())))
-    return out
-
-
-def _group_result(labels: dict, curves, fit) -> dict:
-    return dict(group=labels, n_runs=fit.n_runs, n_sizes_trained=int(curves["n"].nunique()),
-                n_checkpoints=len(curves), n_envelope_points=len(fit.points), n_points=fit.n_points,
-                n_edge=fit.n_edge, n_sizes=fit.n_sizes,
-                n_boot_failed=fit.n_boot_failed, status=fit.status,
-                a=fit.exponent, a_ci=list(fit.ci), n_opt_coef=fit.coef,
-                b=fit.d_exponent, b_ci=list(fit.d_ci), d_opt_coef=fit.d_coef,
-                segments=_segments(fit.points))
-
-
-def _interval(ci: list, level: float) -> str:
-    if ci[0] != ci[0]:
-        return "no interval"
-    return f"{level:.0%} interval [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def _text(out: dict) -> str:
-    c = out["columns"]
-    boot = (f"{out['bootstrap']}-resample bootstrap over runs (seed {out['seed']})" if out["bootstrap"]
-            else "no bootstrap")
-    edges = "edges kept" if out["keep_edges"] else "edges dropped"
-    lines = [f"{out['source']}: {out['method']} envelope, {edges}, {boot}",
-             f"columns: run = {c['run']}, N = {c['n']}, loss = {c['loss']}, "
-             + (f"C = {c['flops']}, " if c["flops"] else "C = 6·N·tokens (no compute column), ")
-             + (f"tokens = {c['tokens']}" if c["tokens"] else "tokens = C/(6N) (no tokens column)")]
-    if out["where"]:
-        lines.append("rows: " + "; ".join(f"where {s}" for s in out["where"]))
-    derived = not (c["flops"] and c["tokens"])
-    for res in out["groups"]:
-        lines.append("")
-        head = f"[{group_text(res['group'])}] " if res["group"] else ""
-        dropped = "" if out["keep_edges"] else f", {res['n_edge']} at an edge dropped"
-        failed = f", {res['n_boot_failed']} of {out['bootstrap']} resamples failed" if out["bootstrap"] else ""
-        lines.append(f"{head}{res['n_runs']} runs of {res['n_sizes_trained']} sizes, {res['n_checkpoints']} "
-                     f"checkpoints; {res['n_points']} of {res['n_envelope_points']} envelope points fitted"
-                     f"{dropped}, {res['n_sizes']} sizes among them{failed}")
-        if res["status"] != "ok":
-            lines.append(f"  a, b: not fitted; status {res['status']}")
-        else:
-            lines.append(f"  a = {res['a']:.3f}, {_interval(res['a_ci'], out['level'])}; "
-                         f"N_opt = {res['n_opt_coef']:.3g}·C^a; status {res['status']}")
-            # With D = C/(6N) along every curve, log D_opt = log C - log 6 - log N_opt.
-            why = " (= 1 - a: D = C/(6N) on every curve)" if derived else ""
-            lines.append(f"  b = {res['b']:.3f}, {_interval(res['b_ci'], out['level'])}; "
-                         f"D_opt = {res['d_opt_coef']:.3g}·C^b{why}")
-        w = max([3] + [len(s["run"]) for s in res["segments"]])
-        lines.append(f"  {'N_opt':>9}  {'run':<{w}} {'C from':>9} {'C to':>9} {'points':>7} {'edge':>5} {'fitted':>7}")
-        for s in res["segments"]:
-            lines.append(f"  {s['n']:>9.3g}  {s['run']:<{w}} {s['c_from']:>9.3g} {s['c_to']:>9.3g} "
-                         f"{s['n_points']:>7} {s['n_edge']:>5} {s['n_used']:>7}")
-    return "\n".join(lines)

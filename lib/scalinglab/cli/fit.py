@@ -29,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=0, metavar="K",
                    help="K row-resampling bootstrap fits for standard errors and 95%% intervals")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=float, default=0.95, metavar="L",
+                   help="level of the bootstrap's intervals (default 0.95)")
     p.add_argument("--bootstrap-by", metavar="COL",
                    help="resample whole groups of rows named by COL (e.g. a model id) instead of rows: when one "
                         "model gives several rows (checkpoints, cooldowns, eval sets) the model is the "
@@ -62,9 +64,9 @@ def register(sub) -> None:
 
 def _options(args):
     """FitOptions from --fix and --tie-exponents, or a UserError naming the flag and the value."""
+    from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.options import fixed_value, param_name
-    from scalinglab.errors import UserError
 
     fixed = []
     for text in args.fix or []:
@@ -123,15 +125,14 @@ def _source(args):
 
 
 def _run(args) -> int:
-    import json
     import sys
 
     import numpy as np
 
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.cli.tables import check_resampling
+    from scalinglab.cli.tables import check_level, check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.harness.workbook import _jsonable
+    from scalinglab.fitting import approach3 as F
+    from scalinglab.serialization import dumps
 
     opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
@@ -144,6 +145,7 @@ def _run(args) -> int:
         else:
             c_col = roles["c"]
     check_resampling(args)
+    check_level(args.level)
     if args.bootstrap_by and not args.bootstrap:
         raise UserError(f"--bootstrap-by {args.bootstrap_by} needs --bootstrap K (how many resamples)")
     if args.compute:
@@ -153,7 +155,7 @@ def _run(args) -> int:
 
         check_plot_path(args.plot)
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
-    boot = dict(n_boot=args.bootstrap, seed=args.seed, progress=args.bootstrap > 0 and sys.stderr.isatty())
+    boot = dict(n_boot=args.bootstrap, seed=args.seed, level=args.level, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label
     try:
         labels = None
@@ -216,100 +218,17 @@ def _run(args) -> int:
         if allocation:
             out["compute_optimal"] = allocation
         # NaN (an SE from under two replicates) becomes null: bare NaN is not JSON.
-        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))
+        print(dumps(out))
     else:
-        print(_table(res, label, args.drop_highest))
+        print(res.summary(label, args.drop_highest))
         if allocation:
             print()
-            print(_allocation_table(allocation))
+            print(F.allocation_summary(allocation))
         if predictions is not None:
             what = (f"held out ({' or '.join(args.holdout)})" if args.holdout else f"predicted from {check_label}")
             print()
-            print(_predictions_table(predictions, what, res.n_rows))
+            print(predictions.summary(what, res.n_rows))
         if args.plot:
             print()
             print(f"plot written to {args.plot}")
     return 0
-
-
-def _table(res, label: str, dropped: int) -> str:
-    from scalinglab.fitting import approach3 as F
-
-    bs = res.bootstrap
-    lines = [f"{label}: {res.n_rows} runs" + (f" ({dropped} highest losses dropped)" if dropped else "")
-             + f"; Huber delta {res.options.delta:g}, {res.n_starts} starts"]
-    fixed = res.fixed
-    if fixed or res.tied:
-        held = [f"{k} fixed at {v:g}" for k, v in fixed.items()] + (["beta tied to alpha"] if res.tied else [])
-        lines.append(f"constraints: {', '.join(held)}; {res.n_free} free parameters "
-                     f"(at least {F.min_rows(res.n_free)} runs needed)")
-    lines += [f"status: {res.status}" + (f" ({', '.join(res.at_bound)} at a bound)" if res.at_bound else "")
-              + f"; objective {res.objective:.6g}"]
-    if res.unidentified:
-        lines.append(f"not identified: {', '.join(res.unidentified)} (their term is below "
-                     f"{F.NEGLIGIBLE_TERM:g} of the predicted loss at every run, so the runs say nothing about them)")
-    if bs and not len(bs.samples):
-        lines.append(f"bootstrap: all {bs.n_boot} replicates failed (no convergence, or an artificial bound): "
-                     "no standard errors or intervals")
-    lines.append("")
-    head = f"{'':<7}{'estimate':>12}"
-    if bs:
-        unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
-        head += f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} resamples{unit})"
-    lines.append(head)
-    values = {**res.params(), "a": res.a, "b": res.b}
-    # Why a row has no spread: it was given, or follows from the constraints.
-    marks = {k: "fixed" for k in fixed} | {k: "not identified" for k in res.unidentified}
-    if res.tied:
-        marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
-    elif {"alpha", "beta"} <= fixed.keys():
-        marks.update(a="from the fixed exponents", b="from the fixed exponents")
-    for name, v in values.items():
-        row = f"{name:<7}{v:>12.5g}"
-        if name in marks:
-            row += f"   {marks[name]}"
-        elif bs:
-            lo, hi = bs.ci[name]
-            row += f"{bs.se[name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
-        lines.append(row)
-    lines.append("")
-    lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
-    return "\n".join(lines)
-
-
-def _allocation_table(rows: list[dict]) -> str:
-    names = {"n_opt": ("N_opt", ".4g"), "d_opt": ("D_opt", ".4g"), "tokens_per_param": ("tokens/param", ".1f"),
-             "loss": ("loss there", ".4f")}
-    lines = []
-    for r in rows:
-        head = f"compute-optimal allocation at C = {r['C']:.3g} FLOP (C = 6ND)"
-        if "ci" in r:
-            head += f"; {round(r['level'] * 100):d}% intervals from the bootstrap (parameter uncertainty only)"
-        lines += ([""] if lines else []) + [head]
-        for key, (name, fmt) in names.items():
-            row = f"  {name:<14}{format(r[key], fmt):>12}"
-            if "ci" in r:
-                lo, hi = r["ci"][key]
-                row += f"   [{format(lo, fmt)}, {format(hi, fmt)}]"
-            lines.append(row)
-    return "\n".join(lines)
-
-
-def _predictions_table(pred, what: str, n_fit: int) -> str:
-    interval = pred.has_interval
-    lines = [f"{len(pred.rows)} runs {what}; the law was fitted on {n_fit}",
-             f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
-             + (f"   {round(pred.level * 100):d}% interval" if interval else "")]
-    for i in range(len(pred.rows)):
-        row = (f"{pred.rows[i]:>5d}{pred.N[i]:>12.4g}{pred.D[i]:>12.4g}{pred.actual[i]:>10.4f}"
-               f"{pred.predicted[i]:>11.4f}{pred.rel_error[i]:>+10.2%}")
-        if interval:
-            row += f"   [{pred.lower[i]:.4f}, {pred.upper[i]:.4f}]" + ("" if pred.inside[i] else "  outside")
-        lines.append(row)
-    s = pred.summary()
-    tail = (f"|rel err|: mean {s['mean_abs_rel_error']:.2%}, median {s['median_abs_rel_error']:.2%}, "
-            f"max {s['max_abs_rel_error']:.2%} (row {s['worst_row']})")
-    if interval:
-        tail += f"; {s['n_inside_interval']} of {s['n']} inside their interval (parameter uncertainty only)"
-    lines += ["", tail, "rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
-    return "\n".join(lines)

@@ -26,10 +26,10 @@ def register(sub) -> None:
 def _inverse_eval(args) -> int:
     import time
 
-    from scalinglab.inverse_scaling import tasks as inverse
+    from scalinglab.errors import UserError
     from scalinglab.inverse_scaling import adapters as lm_adapters
     from scalinglab.inverse_scaling import scoring
-    from scalinglab.errors import UserError
+    from scalinglab.inverse_scaling import tasks as inverse
 
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, got {args.limit}")

@@ -8,12 +8,15 @@ inside the command (the optima need it), never at the top, and torch never.
 
 from __future__ import annotations
 
-from scalinglab.cli.tables import (check_method, check_resampling, group_text, need_column, read_csv,
-                                   select_rows, split_groups)
+from scalinglab.cli.tables import check_resampling, need_column, parse_group_by, read_csv, select_rows, split_groups
 
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
+FLAGS = {"n": "n_col", "c": "budget_col", "loss": "loss_col"}  # role -> the argparse dest naming its column
+# Mirrors scalinglab.fitting.isoflop.METHODS (importing it would load pandas at the CLI's start);
+# tests/test_cli_grammar.py checks that they agree.
+METHODS = ("parabola", "spline")
 # budget_optima's own default, passed explicitly because the check for a wrong
-# --c-col below compares against it.
+# --budget-col below compares against it.
 MIN_POINTS = 3
 
 
@@ -31,10 +34,11 @@ def register(sub) -> None:
     src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
     src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
     p.add_argument("--n-col", metavar="COL", help="parameters N")
-    p.add_argument("--c-col", metavar="COL",
-                   help="the nominal compute budget C each run belongs to (runs of one budget share a value)")
+    p.add_argument("--budget-col", metavar="COL",
+                   help="the nominal compute budget C each run belongs to (runs of one budget share a value; "
+                        "default C, or the dataset's 'c' role)")
     p.add_argument("--loss-col", metavar="COL", help="final loss")
-    p.add_argument("--method", default="parabola", metavar="spline|parabola",
+    p.add_argument("--method", default="parabola", choices=METHODS,
                    help="parabola in log N (Hoffmann; default) or Akima spline (Porian et al.)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="K",
                    help="noise-bootstrap draws per budget for the intervals and the fit's weights "
@@ -64,23 +68,20 @@ def _source(args):
 
 
 def _run(args) -> int:
-    import json
     import sys
 
-    from scalinglab.fitting import isoflop
     from scalinglab.errors import UserError
-    from scalinglab.harness.workbook import _jsonable
+    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.analysis import IsoflopAnalysis, IsoflopGroup, group_text
+    from scalinglab.serialization import dumps
 
-    check_method(args.method, isoflop.METHODS)
     check_resampling(args)
     if args.noise is not None and not args.noise > 0:  # also catches nan
         raise UserError(f"--noise must be a positive number, not {args.noise}")
-    group_by = [c.strip() for c in (args.group_by or "").split(",") if c.strip()]
-    if args.group_by is not None and not group_by:
-        raise UserError(f"--group-by needs column names, not {args.group_by!r}")
+    group_by = parse_group_by(args.group_by)
 
     df, roles, label = _source(args)
-    cols = {role: getattr(args, f"{role}_col") or roles.get(role, DEFAULT_COLS[role]) for role in DEFAULT_COLS}
+    cols = {role: getattr(args, FLAGS[role]) or roles.get(role, DEFAULT_COLS[role]) for role in DEFAULT_COLS}
     for col in group_by:
         need_column(df, col, label, "--group-by")
     df, flagged = select_rows(df, args.where, args.drop_flagged, label)
@@ -93,7 +94,7 @@ def _run(args) -> int:
         return UserError(f"{where}: {exc}")
 
     # A first pass without the bootstrap is cheap and checks every value; a table
-    # in which no budget has MIN_POINTS sizes almost always means --c-col is a
+    # in which no budget has MIN_POINTS sizes almost always means --budget-col is a
     # per-run compute (e.g. 6ND) rather than the nominal budget, so say that
     # instead of letting the bootstrap complain about its noise.
     opt_kw = dict(n_col=cols["n"], c_col=cols["c"], loss_col=cols["loss"], method=args.method,
@@ -108,15 +109,13 @@ def _run(args) -> int:
             raise named(exc, labels) from None
     if max(most.values()) < MIN_POINTS:
         raise UserError(f"{label}: no budget in column {cols['c']!r} has {MIN_POINTS} or more sizes "
-                        f"(at most {max(most.values())}); --c-col must be the nominal budget that the runs "
+                        f"(at most {max(most.values())}); --budget-col must be the nominal budget that the runs "
                         "of one isoFLOP curve share")
 
     results = []
     for i, (labels, g, n_flagged) in enumerate(groups):
         if g.empty:
-            results.append(dict(group=labels, n_runs=0, n_flagged=n_flagged, n_budgets=0, budgets=[], dropped=[],
-                                exponent=dict(a=float("nan"), ci=[float("nan")] * 2, coef=float("nan"), n_budgets=0,
-                                              status="all_rows_flagged", weighted=False, r2=float("nan"))))
+            results.append(IsoflopGroup.all_flagged(labels, n_flagged))
             continue
         if args.bootstrap and args.noise is None and most[i] <= MIN_POINTS:
             # budget_optima's default noise is the residual sd of per-budget parabolas,
@@ -126,64 +125,12 @@ def _run(args) -> int:
                         labels)
         optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise)
         fit = isoflop.fit_exponent(optima, weighted=True)
-        results.append(_group_result(labels, g, n_flagged, optima, fit))
+        results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
 
-    out = dict(source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed,
-               noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap
-                                                                 else None),
-               where=args.where, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
-    if args.json:
-        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (no interval) -> null
-    else:
-        print(_text(out))
+    analysis = IsoflopAnalysis(
+        source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed,
+        noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap else None),
+        where=args.where, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
+    print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no interval) -> null
     sys.stdout.flush()
     return 0
-
-
-def _group_result(labels: dict, g, n_flagged: int, optima, fit) -> dict:
-    used = set(fit.flops)
-    budgets = []
-    for r in optima.to_dict("records"):
-        budgets.append(dict(flops=r["flops"], n_points=int(r["n_points"]), n_opt=r["n_opt"],
-                            n_opt_lo=r.get("n_opt_lo", float("nan")), n_opt_hi=r.get("n_opt_hi", float("nan")),
-                            loss_opt=r["loss_opt"], edge=bool(r["edge"]), used=r["flops"] in used, note=r["note"]))
-    return dict(group=labels, n_runs=len(g), n_flagged=n_flagged, n_budgets=len(optima), budgets=budgets,
-                dropped=[dict(flops=c, reason=why) for c, why in fit.dropped],
-                exponent=dict(a=fit.exponent, ci=list(fit.ci), coef=fit.coef, n_budgets=fit.n_budgets,
-                              status=fit.status, weighted=fit.weighted, r2=fit.r2))
-
-
-def _text(out: dict) -> str:
-    boot = (f"{out['bootstrap']}-draw noise bootstrap (seed {out['seed']}, loss sd: "
-            f"{out['noise'] if isinstance(out['noise'], str) else format(out['noise'], 'g')})"
-            if out["bootstrap"] else "no bootstrap")
-    lines = [f"{out['source']}: {out['method']} optima, {boot}; N = {out['columns']['n']}, "
-             f"C = {out['columns']['c']}, loss = {out['columns']['loss']}"]
-    if out["where"] or out["drop_flagged"]:
-        lines.append("rows: " + "; ".join([f"where {s}" for s in out["where"]]
-                                          + [f"without rows flagged in {c}" for c in out["drop_flagged"]]))
-    for res in out["groups"]:
-        lines.append("")
-        head = f"[{group_text(res['group'])}] " if res["group"] else ""
-        flagged = f" ({res['n_flagged']} flagged runs left out)" if res["n_flagged"] else ""
-        lines.append(f"{head}{res['n_runs']} runs{flagged}, {res['n_budgets']} budgets")
-        if not res["n_runs"]:
-            lines.append("  nothing to fit: every run is flagged")
-            continue
-        lines.append(f"  {'budget C':>10} {'sizes':>6} {'N_opt':>11}   95% interval")
-        for b in res["budgets"]:
-            if b["used"]:
-                iv = (f"[{b['n_opt_lo']:.3g}, {b['n_opt_hi']:.3g}]" if b["n_opt_lo"] == b["n_opt_lo"] else "")
-                lines.append(f"  {b['flops']:>10.3g} {b['n_points']:>6} {b['n_opt']:>11.3g}   {iv}")
-            else:
-                lines.append(f"  {b['flops']:>10.3g} {b['n_points']:>6} {'-':>11}   dropped: {b['note']}")
-        e = res["exponent"]
-        if e["status"] != "ok":
-            lines.append(f"  a: not fitted ({e['n_budgets']} usable budgets, needs 2); status {e['status']}")
-            continue
-        ci = (f"95% interval [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"][0] == e["ci"][0]
-              else "no interval from 2 budgets")
-        fit_kind = "WLS, weights 1/var(log N_opt)" if e["weighted"] else "unweighted least squares"
-        lines.append(f"  a = {e['a']:.3f}, {ci}; N_opt = {e['coef']:.3g}·C^a; "
-                     f"{e['n_budgets']} of {res['n_budgets']} budgets, {fit_kind}; status {e['status']}")
-    return "\n".join(lines)

@@ -32,7 +32,7 @@ def _params(args) -> int:
     counts = count_params(args.width, args.depth, args.vocab, **kw)
     fpt = flops_per_token(args.width, args.depth, args.vocab, **kw)
     out = dict(non_embedding=counts.non_embedding, standard=counts.standard, total=counts.total,
-               flops_per_token=fpt.as_dict(), mlp_hidden=counts.mlp_hidden, kaplan_approx=counts.kaplan_approx)
+               flops_per_token=fpt.to_dict(), mlp_hidden=counts.mlp_hidden, kaplan_approx=counts.kaplan_approx)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -40,6 +40,6 @@ def _params(args) -> int:
     print(f"standard       {counts.standard:>15,}   + output head (Porian's N)")
     added = "positional embedding (the input embedding is the head)" if args.tied else "input and positional embeddings"
     print(f"total          {counts.total:>15,}   + {added}")
-    for name, value in fpt.as_dict().items():
+    for name, value in fpt.to_dict().items():
         print(f"FLOPs/token {name:<15}{value:>12,}")
     return 0

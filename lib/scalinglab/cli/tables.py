@@ -21,11 +21,22 @@ def check_resampling(args) -> None:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
 
 
-def check_method(method: str, methods) -> None:
+def check_level(level: float) -> None:
+    """--level, as every command with intervals takes it: strictly between 0 and 1."""
     from scalinglab.errors import UserError
 
-    if method not in methods:
-        raise UserError(f"--method must be one of {', '.join(methods)}, not {method!r}")
+    if not 0 < level < 1:  # also catches nan
+        raise UserError(f"--level must lie strictly between 0 and 1 (e.g. 0.95), not {level}")
+
+
+def parse_group_by(text: str | None) -> list[str]:
+    """--group-by COL,...: the column names (none without the flag)."""
+    from scalinglab.errors import UserError
+
+    group_by = [c.strip() for c in (text or "").split(",") if c.strip()]
+    if text is not None and not group_by:
+        raise UserError(f"--group-by needs column names, not {text!r}")
+    return group_by
 
 
 def read_csv(path: str):
@@ -57,8 +68,8 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
     """
     import pandas as pd
 
-    from scalinglab.fitting import holdout
     from scalinglab.errors import UserError
+    from scalinglab.fitting import holdout
 
     for text in where:  # one at a time, so that an empty result names the condition that emptied it
         try:
@@ -102,6 +113,3 @@ def split_groups(df, group_by: list[str]):
         out.append(({c: ("(blank)" if v != v else str(v)) for c, v in zip(group_by, key)}, g))
     return out
 
-
-def group_text(labels: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items())
