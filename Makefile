@@ -31,6 +31,7 @@ reproduce: $(STAMP)
 	$(PY) -m scalinglab.harness.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check lib tests bench
 	$(PY) -m pytest -q tests
 	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env $(NOTEBOOKS)

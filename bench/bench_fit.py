@@ -37,9 +37,9 @@ def main() -> int:
     args = ap.parse_args()
 
     from scalinglab import data
+    from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
-    from scalinglab.errors import UserError
 
     try:
         table = data.load("epoch-chinchilla")

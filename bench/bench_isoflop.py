@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from scalinglab.fitting import isoflop
 
 # A Chinchilla-form law (Hoffmann's printed fit) on 5 budgets × 9 sizes, the shape of a small sweep.

@@ -12,9 +12,8 @@ import time
 
 import numpy as np
 import torch
-
-from scalinglab.inverse_scaling import tasks as inverse
 from scalinglab.inverse_scaling import scoring
+from scalinglab.inverse_scaling import tasks as inverse
 from scalinglab.inverse_scaling.adapters import GPTCheckpointLM
 from scalinglab.training.model import GPT, GPTConfig
 from scalinglab.training.tokenizer import get_tokenizer

@@ -21,10 +21,9 @@ import argparse
 import time
 
 import torch
-
 from scalinglab.accounting.decoder import flops_per_token
-from scalinglab.training.model import GPT, GPTConfig
 from scalinglab.training.loop import TrainConfig, gpu_peak, make_optimizer
+from scalinglab.training.model import GPT, GPTConfig
 
 
 def measure(cfg: GPTConfig, batch: int, steps: int, device: str, fast: bool) -> float:

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from scalinglab.cli import main
 from scalinglab.fitting.law import ScalingLaw
 

@@ -4,10 +4,9 @@ import random
 import subprocess
 
 import pytest
-
-from scalinglab.training import corpus, corpus_build
 from scalinglab import data
 from scalinglab.errors import UserError
+from scalinglab.training import corpus, corpus_build
 from scalinglab.training.tokenizer import file_texts, get_tokenizer, gpt2_encoding, token_cache
 
 

@@ -4,7 +4,6 @@ import hashlib
 import shutil
 
 import pytest
-
 from scalinglab import data
 from scalinglab.errors import DataError, UserError
 

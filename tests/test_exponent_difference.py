@@ -3,10 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from scalinglab.fitting import isoflop
-from scalinglab.training import sweep
 from scalinglab.harness.workbook import project_root
+from scalinglab.training import sweep
 
 rng = np.random.default_rng(0)
 

@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
-from scalinglab.errors import UserError
 from scalinglab.accounting.decoder import count_params, flops_per_token, mlp_hidden
+from scalinglab.errors import UserError
 
 
 def test_gelu_counts_by_hand():

@@ -4,11 +4,10 @@ import json
 
 import numpy as np
 import pytest
-
 from scalinglab import data
-from scalinglab.inverse_scaling import tasks as inverse
-from scalinglab.inverse_scaling import scoring
 from scalinglab.errors import UserError
+from scalinglab.inverse_scaling import scoring
+from scalinglab.inverse_scaling import tasks as inverse
 
 
 def test_registry_holds_the_eleven_final_tasks_with_official_hashes():

@@ -3,9 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from scalinglab.fitting import isoflop
 from scalinglab.errors import UserError
+from scalinglab.fitting import isoflop
 
 BUDGETS = np.geomspace(1e17, 1e21, 5)
 

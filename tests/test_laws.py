@@ -2,11 +2,9 @@
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
-
 from scalinglab.accounting import conventions
-from scalinglab.papers import laws
-from scalinglab.papers import pearce_song
+from scalinglab.papers import laws, pearce_song
+from scipy.optimize import minimize_scalar
 
 
 @pytest.mark.parametrize("law", [laws.HOFFMANN, laws.EPOCH], ids=["hoffmann", "epoch"])

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import ROOT, mirror_or_skip
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -3,10 +3,9 @@ published fit reproduced from the released runs (which the M ≤ 1 training set 
 
 import numpy as np
 import pytest
-
+from scalinglab.errors import UserError
 from scalinglab.fitting import holdout as H
 from scalinglab.papers import gadre as O
-from scalinglab.errors import UserError
 
 # Near their RedPajama fit (E ≈ 1.84, α ≈ 0.27), so the synthetic tests exercise the same basin.
 TRUE = O.OvertrainingLaw(E=1.8, A=170.0, B=290.0, alpha=0.27)

@@ -4,14 +4,11 @@ the law on a real design, and measured against simulated on the same resamples."
 import numpy as np
 import pandas as pd
 import pytest
-
 from scalinglab.accounting import conventions
-from scalinglab.fitting import envelope
 from scalinglab.accounting import decoder as flops
-from scalinglab.papers import gemstones
-from scalinglab.papers import laws
-from scalinglab.papers import pearce_song
 from scalinglab.errors import DataError, UserError
+from scalinglab.fitting import envelope
+from scalinglab.papers import gemstones, laws, pearce_song
 
 # Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are
 # exactly half the query heads and attention is exactly 3·w² (see conventions.gemstones_params).

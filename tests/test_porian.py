@@ -8,10 +8,9 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-
 from scalinglab import data
-from scalinglab.papers import porian
 from scalinglab.errors import DataError, UserError
+from scalinglab.papers import porian
 
 ALL_PICKLES = ("porian-summary-rw", "porian-summary-owt2", "porian-summary-attention", "porian-summary-kaplan-tuned")
 

@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from scalinglab.inverse_scaling import scoring
 from scalinglab.errors import UserError
+from scalinglab.inverse_scaling import scoring
 from scalinglab.inverse_scaling.adapters import GPTCheckpointLM, HFCausalLM
 from scalinglab.training.model import GPT, GPTConfig  # the tiny GPT comes from the real model module
 

@@ -12,11 +12,10 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-
-from scalinglab.errors import UserError
-from scalinglab.training import sweep
 from scalinglab.accounting.decoder import step_at
 from scalinglab.cli import main
+from scalinglab.errors import UserError
+from scalinglab.training import sweep
 from scalinglab.training.model import GPTConfig
 
 

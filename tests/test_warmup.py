@@ -5,11 +5,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
-from scalinglab.accounting import conventions
 from scalinglab import data
-from scalinglab.papers import warmup
+from scalinglab.accounting import conventions
 from scalinglab.errors import DataError, UserError
+from scalinglab.papers import warmup
 
 KEY = "d=1024_l=12_h=16-64-0.003-0.033-64-5149020160-100-3e-05"
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 PARAMS = ("E", "A", "B", "alpha", "beta")
 THETA = ("e", "a", "b", "alpha", "beta")  # the optimiser's coordinates: e, a, b are logs of E, A, B
 

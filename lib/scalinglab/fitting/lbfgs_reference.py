@@ -4,12 +4,12 @@ times, and the stage for notebook 01's loss-scale trap, which is why it stays in
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from scalinglab.fitting.approach3 import check_identifiable, progress_bar
 from scalinglab.fitting.options import hoffmann_grid
 from scalinglab.fitting.solver import objective, value_and_grad
+
 
 def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str = "sum", delta: float = 1e-3,
                     progress: bool = False):

@@ -13,6 +13,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting.law import PARAMS
 
+
 def min_rows(n_free: int) -> int:
     """Runs needed to fit ``n_free`` parameters: twice as many. A robust loss on few runs can fit
     almost anything, so keep at least as many residual degrees of freedom as free parameters."""

@@ -4,7 +4,6 @@ from many starts at once.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from scalinglab.fitting.options import Parametrisation

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.fitting import approach3 as F
 from scalinglab.errors import UserError
+from scalinglab.fitting import approach3 as F
 
 
 def pool_indices(n: int, pool=None) -> np.ndarray:

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
-from scalinglab.errors import UserError
 
 PARAMS = ("E", "A", "B", "alpha")
 N_PARAMS = len(PARAMS)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from scalinglab.accounting.conventions import (GEMSTONES_VOCAB, gemstones_flops_per_token)
+from scalinglab.accounting.conventions import GEMSTONES_VOCAB, gemstones_flops_per_token
 from scalinglab.errors import UserError
 
 DATASETS = ("gemstones-hot", "gemstones-hot-100b", "gemstones-cool-end", "gemstones-cool-begin",

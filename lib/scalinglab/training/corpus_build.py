@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scalinglab.errors import UserError
-
 from scalinglab.training.corpus import CORPUS, N_TRAIN_SHARDS, SOURCE_COMMIT, SOURCE_REPO, SPLITS  # noqa: F401
 
 # --- rebuilding from the public repository -------------------------------------------------

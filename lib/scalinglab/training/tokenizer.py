@@ -74,10 +74,11 @@ def _gpt2() -> Tokenizer:
 
 def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
     """A byte-level BPE trained on the corpus' first ``train_bytes`` of training text, cached as JSON."""
-    from tokenizers import ByteLevelBPETokenizer, Tokenizer as HFTokenizer
+    from tokenizers import ByteLevelBPETokenizer
+    from tokenizers import Tokenizer as HFTokenizer
 
-    from scalinglab.training import corpus
     from scalinglab.data import cache_root
+    from scalinglab.training import corpus
 
     name = f"bpe{vocab_size}-t{train_bytes}"
     path = cache_root() / "tokenizers" / f"{corpus.CORPUS}-{name}.json"
@@ -178,8 +179,8 @@ def token_cache(tok: Tokenizer, split: str, *, max_bytes: int | None = None,
     whatever ``split``)."""
     import numpy as np
 
-    from scalinglab.training import corpus
     from scalinglab.data import cache_root
+    from scalinglab.training import corpus
 
     if tok.vocab_size > MAX_UINT16_VOCAB:
         raise UserError(f"tokenizer {tok.name} has {tok.vocab_size} ids, more than uint16 holds")

@@ -36,15 +36,58 @@ submitit's local executor) as independent jobs.
 """
 
 
-from scalinglab.training.sweep.plan import (  # noqa: F401
-    PRESETS, PROFILES, LADDER, PRESET_CONFIG, NON_EMBEDDING_PRESETS, WORKBOOK_PRESETS, PORIAN_STEPS, LAUNCHERS, ISOFLOP_BOOT, ENVELOPE_BOOT, SEED_BOOT, WORKBOOK_SMOKE_SEEDS, Profile, get_profile, cost, check_preset, check_seeds, RunSpec, MIN_STEPS, plan,
-)
-from scalinglab.training.sweep.store import (  # noqa: F401
-    SCHEMA, connect, sweep_meta, register_plan, record_result, pending, spec_from_dict, summary_counts,
-)
 from scalinglab.training.sweep.launch import (  # noqa: F401
-    versions, git_commit, device_name, load_tokens, run_job, checkpoint_path, run_sweep,
+    checkpoint_path,
+    device_name,
+    git_commit,
+    load_tokens,
+    run_job,
+    run_sweep,
+    versions,
+)
+from scalinglab.training.sweep.plan import (  # noqa: F401
+    ENVELOPE_BOOT,
+    ISOFLOP_BOOT,
+    LADDER,
+    LAUNCHERS,
+    MIN_STEPS,
+    NON_EMBEDDING_PRESETS,
+    PORIAN_STEPS,
+    PRESET_CONFIG,
+    PRESETS,
+    PROFILES,
+    SEED_BOOT,
+    WORKBOOK_PRESETS,
+    WORKBOOK_SMOKE_SEEDS,
+    Profile,
+    RunSpec,
+    check_preset,
+    check_seeds,
+    cost,
+    get_profile,
+    plan,
 )
 from scalinglab.training.sweep.report import (  # noqa: F401
-    isoflop_points, loss_curves, exponent, exponent_by_seed, seed_bootstrap, select_replicates, replicate_noise, report, envelope_exponent, budget_sharing, exponent_differences, workbook_sweeps,
+    budget_sharing,
+    envelope_exponent,
+    exponent,
+    exponent_by_seed,
+    exponent_differences,
+    isoflop_points,
+    loss_curves,
+    replicate_noise,
+    report,
+    seed_bootstrap,
+    select_replicates,
+    workbook_sweeps,
+)
+from scalinglab.training.sweep.store import (  # noqa: F401
+    SCHEMA,
+    connect,
+    pending,
+    record_result,
+    register_plan,
+    spec_from_dict,
+    summary_counts,
+    sweep_meta,
 )
