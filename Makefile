@@ -29,6 +29,7 @@ venv: $(STAMP)
 # gpu takes hours); without one the notebooks read data/sweeps/.
 reproduce: $(STAMP)
 	$(PY) -m scalinglab.harness.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
+	$(PY) -m scalinglab.harness.results_page $(RESULTS) docs/results.md
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench

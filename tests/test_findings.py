@@ -1,0 +1,197 @@
+"""The findings bullets and docs/results.md, from summary dicts with known answers.
+
+tests/data/findings_summaries.json holds, per notebook, only the summary.json keys the findings read,
+taken from a full-profile run (floats to 6 significant digits).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from scalinglab.harness import findings as F
+from scalinglab.harness import results_page as R
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = json.loads((Path(__file__).parent / "data" / "findings_summaries.json").read_text())
+
+
+def bullets(notebook: str, summary: dict | None = None) -> list[str]:
+    md = F.render_markdown(notebook, FIXTURE[notebook] if summary is None else summary)
+    return [line for line in md.splitlines() if line.startswith("- ")]
+
+
+def text(notebook: str, summary: dict | None = None) -> str:
+    return "\n".join(bullets(notebook, summary))
+
+
+def test_registry_covers_the_notebooks():
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(F.FINDINGS) == names
+
+
+@pytest.mark.parametrize("notebook", list(F.FINDINGS))
+def test_heading_and_at_most_six_bullets(notebook):
+    md = F.render_markdown(notebook, FIXTURE[notebook])
+    assert md.splitlines()[0] == "**Findings**"
+    found = F.FINDINGS[notebook](FIXTURE[notebook])
+    assert 1 <= len(found) <= F.MAX_FINDINGS
+    assert all(isinstance(f, F.Finding) and f.markdown() == f"- {f.text}" for f in found)
+    assert len(bullets(notebook)) == len(found)
+    assert "nan" not in md and "None" not in md
+
+
+def test_chinchilla_fit_known_answers():
+    t = text("01_chinchilla_fit")
+    assert "240 runs" in t
+    assert "α = 0.347 (95% 0.316–0.372), β = 0.367 (95% 0.334–0.416)" in t
+    assert "−0.03 SE (α) and +0.07 SE (β): the same fit" in t           # (0.34731 − 0.3478) / 0.01491
+    assert "a = 0.514 (95% 0.482–0.558)" in t
+    assert "Hoffmann's printed Approach 3 implies 0.452 (ours +0.062)" in t
+    assert "χ² = 300 and 230" in t and "Hoffmann's Approach 3 is rejected" in t
+    assert "17.9 tokens per parameter (95% 7.3–35)" in t and "Epoch's fit gives 18.4 (ours −3%)" in t
+    assert "a = 0.507 (95% 0.455–0.559)" in t and "ours +0.017" in t
+    assert "a = 0.5970, is reproduced (0.5970, difference 0.0000)" in t
+    assert "a = 0.60 (95% 0.55–0.62) against their 0.50" in t and "(ours +0.10)" in t
+
+
+def test_kaplan_vs_hoffmann_known_answers():
+    t = text("02_kaplan_vs_hoffmann")
+    assert "N_opt ∝ C^0.73 from 1e21 up" in t and "6.5e12 parameters, 43×" in t and "C^0.46" in t
+    assert "a = 0.78 with Epoch's coefficients and 0.74" in t and "+0.27 / +0.28" in t
+    assert "+0.05 (95% +0.03 to +0.09) on hot" in t and "+0.25 to +0.27 with E free" in t
+    assert "Kaplan's setup 0.837 (95% 0.814–0.860)" in t and "+ tuning 0.497 (95% 0.479–0.515)" in t
+    assert "within 0.002 of the published exponent" in t
+    assert "0.26 nats (95% 0.24–0.30) when it takes 14.6% of training" in t and "9.4% (95% 9.0–9.8%)" in t
+    assert "a_kaplan − a_hoffmann = +0.15 (95% +0.02 to +0.28)" in t
+    assert "+0.14 to +0.25 over 5 analyses" in t and "gap for the same steps (0.26–0.35)" in t
+
+
+def test_inverse_scaling_known_answers():
+    t = text("03_inverse_scaling")
+    assert "ada 0.54, babbage 0.46, curie 0.49, davinci 0.38" in t and "matches the published table" in t
+    assert "called inverse" in t and "p = 0.002" in t and "p = 0.43" in t and "below 0.030" in t
+    assert "123 models in 39 families" in t and "(158 tests)" in t
+    assert "138 with binomial errors, 86 with the pooled" in t and "123 with the mixed-recipe StableLM" in t
+    assert "4 of 23 families" in t and "(Cerebras-GPT, GPT-Neo/J, OPT, Pythia), 8 improve, 11" in t
+    assert "StarCoder's inverse call does not survive" in t
+    assert "0 and 0 inverse (1 and 0 before), 2 and 2 curved, 11 and 14 positive" in t
+    assert "2 of 11 prize tasks" in t and "3 models, a plumbing check" in t
+
+
+def test_extrapolation_known_answers():
+    t = text("04_extrapolation")
+    assert "median 6.6–10.4%" in t and "(mean −11.5% to −8.0%)" in t and "28 of 68" in t
+    assert "1.4B at M = 32 0.710% (paper 0.710%, difference 0.000 points)" in t
+    assert "−19.5% (95% −34% to +3%), −3.9% (95% −20% to +5%)" in t
+    assert "from 11.5–17.9% (M ≤ 1) to 1.0–2.0% (M ≤ 8" in t and "C4 0.49 (95% 0.22–0.76)" in t
+    assert "too low by 2.0–5.1%" in t and "−1.0% to +0.7%" in t and "none of the 16" in t
+    assert "0.42–2.6× the all-runs value" in t and "48% within 2× (RMSE of ln N_opt 1.00" in t
+    assert "0.24× the truth at 12 runs" in t and "84% within 2×" in t
+
+
+def test_numbers_follow_the_summary():
+    s = copy.deepcopy(FIXTURE["01_chinchilla_fit"])
+    s["fits"]["ours"]["a"] = 0.6
+    s["bootstrap"]["ci"]["a"] = [0.55, 0.65]
+    assert "a = 0.600 (95% 0.550–0.650)" in text("01_chinchilla_fit", s)
+
+
+MISSING = [
+    ("01_chinchilla_fit", ["fits", "ours", "a"]),
+    ("01_chinchilla_fit", ["bootstrap", "tokens_per_param_ci"]),
+    ("02_kaplan_vs_hoffmann", ["porian_published", "rw", "plus_head"]),
+    ("02_kaplan_vs_hoffmann", ["sweeps_difference"]),
+    ("03_inverse_scaling", ["obsscaling_counts", "tests"]),
+    ("04_extrapolation", ["few_runs", "synthetic", "a"]),
+]
+
+
+@pytest.mark.parametrize("notebook, path", MISSING)
+def test_missing_key_names_notebook_and_key(notebook, path):
+    s = copy.deepcopy(FIXTURE[notebook])
+    node = s
+    for k in path[:-1]:
+        node = node[k]
+    del node[path[-1]]
+    with pytest.raises(KeyError) as err:
+        F.render_markdown(notebook, s)
+    assert isinstance(err.value, F.MissingSummaryKey)
+    msg = str(err.value)
+    assert notebook in msg and repr(path[-1]) in msg
+    assert err.value.path[: len(path)] == tuple(path)
+
+
+def test_missing_row_names_the_row():
+    s = copy.deepcopy(FIXTURE["04_extrapolation"])
+    s["few_runs"]["subsets"] = [r for r in s["few_runs"]["subsets"] if r.get("size") != 12]
+    with pytest.raises(KeyError, match=r"04_extrapolation.*'subsets'.*size=12"):
+        F.extrapolation(s)
+
+
+def test_unknown_notebook():
+    with pytest.raises(KeyError, match="05_nothing"):
+        F.render_markdown("05_nothing", {})
+
+
+def test_smoke_sweeps_say_plumbing_not_na():
+    s = copy.deepcopy(FIXTURE["02_kaplan_vs_hoffmann"])
+    s["profile"] = "smoke"
+    s["sweeps"]["kaplan"]["profile"] = "smoke"
+    s["sweeps_difference"]["kaplan_minus_hoffmann"]["spline"] = {"difference": None, "reason": "too_few_budgets"}
+    md = F.render_markdown("02_kaplan_vs_hoffmann", s)
+    assert "*Smoke profile" in md
+    sweep = [b for b in bullets("02_kaplan_vs_hoffmann", s) if "sweeps" in b][-1]
+    assert "plumbing check" in sweep and "too_few_budgets" in sweep and "n/a" not in sweep
+
+
+def test_formatters():
+    assert F.dec(0.51389) == "0.514" and F.dec(0.0623, 2, sign=True) == "+0.06"
+    assert F.dec(-0.00001, 4, sign=True) == "0.0000"                      # no "−0.0000"
+    assert F.dec(None) == "n/a" and F.dec(float("nan")) == "n/a"
+    assert F.sig(6.46083e12) == "6.5e12" and F.sig(297.89) == "300" and F.sig(17.91, 3) == "17.9"
+    assert F.sig(7.3259) == "7.3" and F.sig(35.437) == "35"
+    assert F.pct(0.06614) == "6.6%" and F.pct(-0.115, sign=True) == "−11.5%"
+    assert F.pval(0.4330) == "p = 0.43" and F.pval(0.00175) == "p = 0.002" and F.pval(2.8e-62) == "p < 1e−61"
+    assert F.interval([0.48184, 0.55806]) == "(95% 0.482–0.558)"
+    assert F.interval([-0.0892, 0.6473], lambda v: F.dec(v, 2, sign=True)) == "(95% −0.09 to +0.65)"
+    assert F.interval([None, None]) == "(no interval)" and F.interval(None) == "(no interval)"
+    assert F.diff(0.5139, 0.4516) == "+0.062" and F.diff(None, 1.0) == "n/a"
+
+
+def write_results(tmp_path: Path, skip: tuple[str, ...] = ()) -> Path:
+    results = tmp_path / "results"
+    for name, summary in FIXTURE.items():
+        if name not in skip:
+            (results / name).mkdir(parents=True)
+            (results / name / "summary.json").write_text(json.dumps(summary))
+    return results
+
+
+def test_results_page_lists_every_notebook(tmp_path):
+    out = tmp_path / "docs" / "results.md"
+    assert R.main([str(write_results(tmp_path)), str(out)]) == 0
+    page = out.read_text()
+    for name in F.FINDINGS:
+        assert f"](../notebooks/{name}.ipynb)" in page
+        assert F.render_markdown(name, FIXTURE[name]).strip() in page
+    assert page.count("\n## ") == len(F.FINDINGS)
+    assert page.count("Profile: `full`") == len(F.FINDINGS)
+    assert "generated by `make reproduce` from `results/*/summary.json`" in page.lower()
+    assert "do not edit by hand" in page
+    assert "missing" not in page
+
+
+def test_results_page_says_when_a_summary_is_missing(tmp_path):
+    page = R.build_page(write_results(tmp_path, skip=("03_inverse_scaling",)))
+    assert page.count("\n## ") == len(F.FINDINGS)
+    assert "`results/03_inverse_scaling/summary.json` is missing" in page
+    assert F.render_markdown("04_extrapolation", FIXTURE["04_extrapolation"]).strip() in page
+
+
+def test_makefile_reproduce_writes_the_page():
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
+    assert "-m scalinglab.harness.results_page $(RESULTS) docs/results.md" in target
