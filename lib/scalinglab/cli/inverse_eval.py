@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -44,9 +42,9 @@ def _inverse_eval(args) -> int:
     out = dict(task=task.name, metric=task.metric, model=lm.name, params=lm.params, **summary,
                seconds=round(time.perf_counter() - t0, 3))
     if args.json:
-        from scalinglab.harness.workbook import _jsonable
+        from scalinglab.serialization import dumps
 
-        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))  # NaN (one example's loss_se) -> null
+        print(dumps(out))  # NaN (one example's loss_se) -> null
         return 0
     for key, value in out.items():
         print(f"{key:<12} {value:.4f}" if isinstance(value, float) else f"{key:<12} {value}")
