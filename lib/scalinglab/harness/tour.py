@@ -1,0 +1,80 @@
+"""The README's tour keeps its real output: every ``$ scalinglab ...`` line in a console block between
+``<!-- tour -->`` and ``<!-- /tour -->`` is run, and the output under it replaced by what it prints now.
+
+    python -m scalinglab.harness.tour README.md           # rewrite the outputs
+    python -m scalinglab.harness.tour --check README.md   # exit 1 if any output is stale (the tests do this)
+
+Commands run in a fresh process from the repository root, so paths in them are relative to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from scalinglab.harness.workbook import project_root
+
+TOUR = re.compile(r"(<!-- tour -->\n)(.*?)(<!-- /tour -->)", re.S)
+BLOCK = re.compile(r"(```console\n)(.*?)(```)", re.S)
+
+
+def run_command(line: str) -> str:
+    """What ``scalinglab ARGS`` prints (stdout, then stderr), run as a user would (a fresh process: the
+    library never imports the CLI)."""
+    argv = shlex.split(line)
+    if argv[:1] != ["scalinglab"]:
+        raise ValueError(f"a tour command starts with 'scalinglab', not {line!r}")
+    proc = subprocess.run([sys.executable, "-m", "scalinglab", *argv[1:]], capture_output=True, text=True,
+                          env={**os.environ, "MPLBACKEND": "Agg", "COLUMNS": "120"})
+    text = proc.stdout + proc.stderr
+    return text if proc.returncode == 0 else text + f"(exit {proc.returncode})\n"
+
+
+def _render_block(body: str) -> str:
+    commands = [ln[2:] for ln in body.splitlines() if ln.startswith("$ ")]
+    return "".join(f"$ {cmd}\n{run_command(cmd)}" for cmd in commands)
+
+
+def refresh(text: str) -> str:
+    """``text`` with every tour block's outputs regenerated."""
+    def tour(m: re.Match) -> str:
+        return m.group(1) + BLOCK.sub(lambda b: b.group(1) + _render_block(b.group(2)) + b.group(3), m.group(2)) \
+            + m.group(3)
+
+    return TOUR.sub(tour, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scalinglab.harness.tour", description=__doc__.splitlines()[0])
+    ap.add_argument("path", type=Path, help="the Markdown file (README.md)")
+    ap.add_argument("--check", action="store_true", help="only check: exit 1 if an output differs")
+    args = ap.parse_args(argv)
+    path = args.path.resolve()
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    old_cwd = Path.cwd()
+    os.chdir(project_root(path.parent))
+    try:
+        text = path.read_text()
+        new = refresh(text)
+    finally:
+        os.chdir(old_cwd)
+    if not TOUR.search(text):
+        print(f"{path}: no <!-- tour --> section", file=sys.stderr)
+        return 1
+    if args.check:
+        if new != text:
+            print(f"{path}: the tour's outputs are stale; run python -m scalinglab.harness.tour {args.path}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
