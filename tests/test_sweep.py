@@ -169,7 +169,7 @@ def test_gpu_profiles_are_wired_for_cuda():
             assert all(r.train["device"] == "cuda" for r in runs)
     if not __import__("torch").cuda.is_available():  # no GPU here: the job must refuse, not fall back silently
         spec = sweep.plan("hoffmann", "gpu-quick", 50257)[0]
-        with pytest.raises(ValueError, match="no GPU"):
+        with pytest.raises(UserError, match="no GPU"):
             sweep.run_job(dataclasses.asdict(spec), "/nonexistent")
 
 
