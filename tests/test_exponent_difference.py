@@ -56,7 +56,7 @@ def test_committed_sweeps_differences_are_of_the_reported_exponents():
     if not (folder / "kaplan.db").is_file():
         pytest.skip("no committed sweeps")
     diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
-    reports = {p: sweep.report(folder / f"{p}.db") for p in sweep.PRESETS}
+    reports = {p: sweep.report(folder / f"{p}.db") for p in sweep.WORKBOOK_PRESETS}
     for key, field in (("spline", "exponent"), ("parabola", "exponent_parabola"), ("envelope", "exponent_envelope"),
                        ("seeds", "exponent_seed_bootstrap")):
         d = diffs[key]
@@ -88,7 +88,7 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
     if not (folder / "kaplan.db").is_file():
         pytest.skip("no committed sweeps")
     # Every run of the Kaplan sweep gives a point at several budgets; no Hoffmann run does.
-    share = {p: sweep.budget_sharing(folder / f"{p}.db") for p in sweep.PRESETS}
+    share = {p: sweep.budget_sharing(folder / f"{p}.db") for p in sweep.WORKBOOK_PRESETS}
     assert share["kaplan"]["shared_runs"] == share["kaplan"]["runs"] > 0
     assert share["hoffmann"]["shared_runs"] == 0 and share["hoffmann"]["independent_budgets"]
     diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")

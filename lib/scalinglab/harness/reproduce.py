@@ -18,8 +18,6 @@ from pathlib import Path
 from scalinglab.errors import UserError
 from scalinglab.harness.workbook import RESULTS_ENV, project_root
 
-PRESETS = ("kaplan", "hoffmann")
-
 
 def sweep_profile_for(choice: str) -> str | None:
     """'auto' means gpu-quick when torch sees a GPU, else no sweep (use the committed results)."""
@@ -35,7 +33,7 @@ def sweep_profile_for(choice: str) -> str | None:
 def run_sweeps(profile: str, sweep_dir: Path) -> None:
     from scalinglab.training import sweep
 
-    for preset in PRESETS:
+    for preset in sweep.WORKBOOK_PRESETS:  # the sweeps the notebooks read
         db = sweep_dir / f"{preset}.db"
         print(f"== sweep {preset} ({profile}) -> {db}", flush=True)
         sweep.run_sweep(preset, profile, db)
