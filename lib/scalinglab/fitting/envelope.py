@@ -60,9 +60,6 @@ N_GRID = 1500
 # tokens but no compute column.
 FLOPS_PER_PARAM_TOKEN = 6.0
 
-CURVE_COLUMNS = ["run", "n", "tokens", "flops", "loss"]
-
-
 @dataclass(frozen=True)
 class EnvelopeOptions:
     """How to take the envelope and how to bound the exponents."""
@@ -255,12 +252,6 @@ def _hull_frame(curves: pd.DataFrame, runs: _Runs, subset: np.ndarray | None = N
                            _covering(runs, log_c, subset))
     points["tokens"] = curves["tokens"].to_numpy()[idx]  # the checkpoint's own count, not C·(D/C)
     return points
-
-
-def hull_points(curves: pd.DataFrame) -> pd.DataFrame:
-    """McLeish et al.'s envelope: the checkpoints on the lower convex hull, same columns as lower_envelope."""
-    curves = curves_table(curves)
-    return _hull_frame(curves, _runs(curves))
 
 
 @dataclass(frozen=True)
