@@ -1,5 +1,5 @@
 # scalinglab: two commands matter.
-#   make reproduce   run every notebook headlessly (papermill), writing results/
+#   make reproduce   run every notebook headlessly (papermill), writing results/ and docs/results.md
 #   make test        unit tests, every notebook in the smoke profile, nbval checks
 # Both set up .venv themselves on a fresh clone.
 
@@ -29,7 +29,13 @@ venv: $(STAMP)
 # gpu takes hours); without one the notebooks read data/sweeps/.
 reproduce: $(STAMP)
 	$(PY) -m scalinglab.harness.reproduce --profile $(PROFILE) --results $(RESULTS) --sweep-profile $(SWEEP_PROFILE)
+ifeq ($(PROFILE),full)
+	# The pages that quote results are regenerated from this run, never typed: docs/results.md from the
+	# notebooks' summary.json, and the outputs of the README's tour and docs/cli.md's examples.
 	$(PY) -m scalinglab.harness.results_page $(RESULTS) docs/results.md
+	$(PY) -m scalinglab.harness.tour README.md
+	$(PY) -m scalinglab.harness.tour docs/cli.md
+endif
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
