@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -139,10 +140,73 @@ def make_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.Ada
                              fused=device == "cuda")
 
 
+class CheckpointError(UserError):
+    """A resume checkpoint that cannot be trusted: unreadable, not a checkpoint, or another run's."""
+
+
+# TrainConfig fields a checkpoint may differ in and still be resumed: how often it is written, where it runs
+_RESUME_FREE = {"checkpoint_every_s", "device", "compile", "eval_batch_size"}
+
+
+def _resume(checkpoint: Path, device: str, model: GPT, optimizer, cfg: TrainConfig, meta: dict,
+            eval_steps: list[int]) -> tuple[int, list, float]:
+    """(step, curve, seconds) from a resume checkpoint, its weights and optimizer state loaded into
+    ``model`` and ``optimizer``; CheckpointError (naming the file) when it is corrupt, hostile (anything
+    but tensors and plain data is refused unread: ``weights_only``), or another run's."""
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"{checkpoint}: cannot resume from this checkpoint ({why})")
+
+    try:
+        with warnings.catch_warnings():  # torch warns about the pickle protocol of files it then refuses
+            warnings.simplefilter("ignore")
+            state = torch.load(checkpoint, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - a damaged file raises anything from zipfile to the unpickler
+        raise bad((str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
+    if not isinstance(state, dict) or not {"model", "optimizer", "step", "curve", "seconds"} <= set(state):
+        raise bad("not a training checkpoint: no model, optimizer, step, curve and seconds")
+    saved = state.get("meta") if isinstance(state.get("meta"), dict) else {}
+    if "run_id" in saved and "run_id" in meta and saved["run_id"] != meta["run_id"]:
+        raise bad(f"it is run {saved.get('run_id')!r}'s, not {meta.get('run_id')!r}'s")
+    saved_train, train_cfg = saved.get("train"), asdict(cfg)
+    if isinstance(saved_train, dict):
+        differ = sorted(k for k in set(saved_train) & set(train_cfg) - _RESUME_FREE if saved_train[k] != train_cfg[k])
+        if differ:
+            raise bad(f"trained with another {', '.join(differ)}")
+    config = state.get("config")
+    if isinstance(config, dict):
+        differ = sorted(k for k, v in asdict(model.config).items() if k in config and config[k] != v)
+        if differ:
+            raise bad(f"a model with another {', '.join(differ)}")
+    step, curve, seconds, total_steps = state["step"], state["curve"], state["seconds"], eval_steps[-1]
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= total_steps:
+        raise bad(f"step {step!r} is not one of this run's 0..{total_steps}")
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        raise bad(f"elapsed seconds {seconds!r}")
+    if not isinstance(curve, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("step"), int) and 0 < r["step"] <= step
+            and isinstance(r.get("tokens"), int) and isinstance(r.get("loss"), (int, float))
+            and math.isfinite(r["loss"]) and r["loss"] >= 0 for r in curve) \
+            or [r["step"] for r in curve] != [s for s in eval_steps if s <= step]:
+        raise bad(f"its loss curve is not this run's evaluations up to step {step} with finite losses")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+    except Exception as exc:  # noqa: BLE001 - wrong keys, shapes or types
+        raise bad((str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
+    if not all(torch.isfinite(t).all() for t in model.state_dict().values() if t.is_floating_point()):
+        raise bad("its weights are not all finite")
+    return step, curve, float(seconds)
+
+
 def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_tokens: np.ndarray, *,
           checkpoint: Path | str | None = None, on_eval: Callable[[dict], None] | None = None,
-          meta: dict | None = None) -> TrainResult:
-    """Train from scratch, or resume from ``checkpoint`` when it exists; the final weights are saved there."""
+          meta: dict | None = None, on_checkpoint: Callable[[int], None] | None = None) -> TrainResult:
+    """Train from scratch, or resume from ``checkpoint`` when it exists; the final weights are saved there.
+
+    A checkpoint that cannot be resumed (corrupt, hostile, another run's or another configuration's)
+    raises :class:`CheckpointError` and is left as it is. ``on_checkpoint(step)`` is called before each
+    checkpoint is written; whatever it raises stops training, that checkpoint unwritten (a sweep's job
+    stops there when its run's claim was taken over)."""
     device = resolve_device(cfg.device)
     if device == "cpu":
         torch.use_deterministic_algorithms(True)
@@ -158,16 +222,15 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
     optimizer = make_optimizer(model, cfg, device)
     step, curve, elapsed = 0, [], 0.0
     checkpoint = Path(checkpoint) if checkpoint else None
-    if checkpoint and checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, curve, elapsed = state["step"], state["curve"], state["seconds"]
     run_meta = dict(meta or {}, train=asdict(cfg))
+    if checkpoint and checkpoint.is_file():
+        step, curve, elapsed = _resume(checkpoint, device, model, optimizer, cfg, run_meta, eval_steps)
     compiled = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
 
     def save() -> None:
         if checkpoint:
+            if on_checkpoint:
+                on_checkpoint(step)
             save_checkpoint(checkpoint, model, run_meta, optimizer=optimizer.state_dict(), step=step,
                             curve=curve, seconds=elapsed)
 

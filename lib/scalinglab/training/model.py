@@ -169,10 +169,21 @@ def save_checkpoint(path: Path | str, model: GPT, meta: dict | None = None, **ex
 
 
 def load_checkpoint(path: Path | str, map_location="cpu") -> tuple[GPT, dict]:
-    """(model in eval mode on ``map_location``, meta)."""
-    state = torch.load(path, map_location=map_location, weights_only=True)
-    known = {f.name for f in fields(GPTConfig)}
-    model = GPT(GPTConfig(**{k: v for k, v in state["config"].items() if k in known}))
-    model.load_state_dict(state["model"])
+    """(model in eval mode on ``map_location``, meta). A file that is not a readable GPT checkpoint
+    (truncated, another format, or anything but tensors and plain data: ``weights_only``) is a
+    UserError naming it."""
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+        known = {f.name for f in fields(GPTConfig)}
+        model = GPT(GPTConfig(**{k: v for k, v in state["config"].items() if k in known}))
+        model.load_state_dict(state["model"])
+        meta = state["meta"]
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such checkpoint") from None
+    except UserError as exc:  # e.g. a config whose width its heads do not divide
+        raise UserError(f"{path}: not a scalinglab GPT checkpoint ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a damaged file raises anything from zipfile to the unpickler
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"{path}: not a scalinglab GPT checkpoint ({type(exc).__name__}: {why})") from None
     model.to(map_location if isinstance(map_location, (str, torch.device)) else "cpu").eval()
-    return model, state["meta"]
+    return model, meta

@@ -21,7 +21,7 @@ from scalinglab.training.sweep.plan import (
     WORKBOOK_SMOKE_SEEDS,
 )
 from scalinglab.training.sweep.result import SweepReport
-from scalinglab.training.sweep.store import summary_counts, sweep_meta
+from scalinglab.training.sweep.store import check_readable, summary_counts, sweep_meta
 
 # --- analysis ------------------------------------------------------------------------------
 
@@ -52,11 +52,15 @@ def isoflop_points(db_path: Path | str):
     if db_path.suffix == ".csv":  # an export of this very table
         df = pd.read_csv(db_path)
         return df if "replicate" in df else df.assign(replicate=0)
-    with sqlite3.connect(db_path) as con:
-        df = pd.read_sql_query(
-            "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
-            f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
-            "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
+    try:
+        with sqlite3.connect(db_path) as con:
+            check_readable(con, db_path)  # a broken spec or an impossible loss: refused, naming the run
+            df = pd.read_sql_query(
+                "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
+                f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
+                "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     df.insert(4, "n", df["n_non_embedding"].where(df["preset"].isin(NON_EMBEDDING_PRESETS), df["n_standard"]))
     return df
 
@@ -76,6 +80,7 @@ def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
         raise UserError(f"{db_path}: no such sweep database")
     try:
         with sqlite3.connect(db_path) as con:
+            check_readable(con, db_path)
             df = pd.read_sql_query(
                 "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, c.step, c.tokens, "
                 f"c.flops, c.budget, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
@@ -312,6 +317,7 @@ def report(db_path: Path | str) -> SweepReport:
     con = sqlite3.connect(db_path)
     try:
         meta = sweep_meta(con)
+        check_readable(con, db_path)
         counts = summary_counts(con)
         runs = con.execute("SELECT spec, tokens, seconds, device, finished_at FROM runs "
                            "WHERE status='finished' ORDER BY finished_at").fetchall()

@@ -1,4 +1,10 @@
-"""The SQLite results database: planned runs, finished runs and their curves.
+"""The SQLite results database: planned runs, finished runs and their curves, and who is training what.
+
+Several processes (``scalinglab sweep`` run twice, on one machine or several sharing the file) share
+a sweep by *claiming* runs: a claim is an owner (``host:pid:token``) and a lease (an expiry time,
+renewed while the run trains). A run is claimable when it is unfinished and unclaimed, or when its
+lease has expired (its owner crashed or was killed); taking a claim is one IMMEDIATE transaction, so
+two processes never hold the same run. A result is recorded only by the run's current owner.
 """
 
 from __future__ import annotations
@@ -6,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     n_non_embedding INTEGER NOT NULL, n_standard INTEGER NOT NULL, n_total INTEGER NOT NULL,
     spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'planned',
     final_loss REAL, tokens INTEGER, steps INTEGER, seconds REAL, tokens_per_s REAL,
-    device TEXT, versions TEXT, git_commit TEXT, checkpoint TEXT, finished_at TEXT
+    device TEXT, versions TEXT, git_commit TEXT, checkpoint TEXT, finished_at TEXT,
+    owner TEXT, lease_until REAL, claims INTEGER NOT NULL DEFAULT 0, finished_by TEXT
 );
 CREATE TABLE IF NOT EXISTS curves (
     run_id TEXT NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, tokens INTEGER NOT NULL,
@@ -33,27 +41,70 @@ CREATE TABLE IF NOT EXISTS curves (
 );
 """
 
+# Columns added since the first schema, with their definitions: a database made before them gets them
+# (ALTER TABLE ... ADD COLUMN) when a sweep opens it; readers never need them.
+#   owner: who holds the run's claim (host:pid:token); lease_until: when the claim expires (Unix seconds);
+#   claims: how many times the run was claimed, i.e. how often training started on it;
+#   finished_by: the owner that recorded its result.
+ADDED_COLUMNS = {"owner": "TEXT", "lease_until": "REAL", "claims": "INTEGER NOT NULL DEFAULT 0",
+                 "finished_by": "TEXT"}
+
 
 def connect(db_path: Path | str) -> sqlite3.Connection:
     try:
         con = sqlite3.connect(db_path, timeout=60)
         con.executescript(SCHEMA)
+        _add_missing_columns(con)
     except sqlite3.DatabaseError as exc:  # another kind of file, or a folder
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     return con
 
 
+def _add_missing_columns(con: sqlite3.Connection) -> None:
+    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+    if set(ADDED_COLUMNS) <= have:
+        return
+    con.execute("BEGIN IMMEDIATE")  # another process may be adding them at this moment
+    try:
+        have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+        for name, definition in ADDED_COLUMNS.items():
+            if name not in have:
+                con.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def db_name(con: sqlite3.Connection) -> str:
+    """The file behind a connection, for messages."""
+    return next((row[2] for row in con.execute("PRAGMA database_list") if row[1] == "main"), "") or "<memory>"
+
+
 def sweep_meta(con: sqlite3.Connection) -> dict:
-    return {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM sweep")}
+    out = {}
+    for key, value in con.execute("SELECT key, value FROM sweep"):
+        try:
+            out[key] = json.loads(value)
+        except (TypeError, ValueError):
+            raise UserError(f"{db_name(con)}: the sweep table's {key!r} is not JSON ({str(value)[:40]!r}); "
+                            "the database is damaged") from None
+    return out
+
+
+def check_identity(con: sqlite3.Connection, preset: str, profile: str) -> None:
+    """Refuse a database made for another sweep (cheap: run it before tokenizing)."""
+    meta = sweep_meta(con)
+    if meta and (meta.get("preset"), meta.get("profile")) != (preset, profile):
+        raise UserError(f"{db_name(con)}: database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
+                        f"not {preset}/{profile}: use another --db")
 
 
 def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: list[RunSpec], vocab: int) -> None:
     """Write the sweep's identity and its planned runs; refuses a database made for another sweep.
     Planning more seeds than before adds their runs (``seeds`` records the most planned); fewer removes none."""
+    check_identity(con, preset, prof.name)
     meta = sweep_meta(con)
-    if meta and (meta.get("preset"), meta.get("profile")) != (preset, prof.name):
-        raise UserError(f"database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
-                        f"not {preset}/{prof.name}: use another --db")
     seeds = max([meta.get("seeds", 1)] + [r.replicate + 1 for r in runs])
     with con:
         for key, value in dict(preset=preset, profile=prof.name, tokenizer=prof.tokenizer, vocab_size=vocab,
@@ -67,13 +118,34 @@ def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: lis
               r.n_total, json.dumps(asdict(r))) for r in runs])
 
 
-def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
-    """The launcher's one write per finished run: its row and its curve in one transaction."""
+def possible_loss(x) -> bool:
+    """A validation loss a run can have: a finite number, at least 0 (cross-entropy)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict, owner: str | None = None) -> bool:
+    """The launcher's one write per finished run: its row and its curve in one transaction.
+
+    With ``owner``, only while that owner holds the run's claim: False (and nothing written) when the
+    claim was lost, e.g. taken over after the lease expired, or the run was finished by another.
+    An impossible loss (NaN, infinite, negative) is refused: the run stays pending."""
     from scalinglab.accounting.decoder import step_at
 
+    bad = next((r for r in result["curve"] if not possible_loss(r["loss"])), None)
+    if bad is not None or not possible_loss(result["final_loss"]):
+        where = f"at step {bad['step']}" if bad is not None else "at its end"
+        value = bad["loss"] if bad is not None else result["final_loss"]
+        raise UserError(f"{db_name(con)}: run {spec.run_id} trained to an impossible loss {value!r} {where} "
+                        "(diverged?); not recorded, the run stays pending")
     n = spec.n_non_embedding if spec.preset in NON_EMBEDDING_PRESETS else spec.n_standard
     budget_at = {step_at(math.ceil(c / (6 * n)), result["tokens_per_step"]): c for c in spec.budgets}
-    with con:
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if owner is not None:
+            row = con.execute("SELECT status, owner FROM runs WHERE run_id = ?", (spec.run_id,)).fetchone()
+            if row is None or row[0] == "finished" or row[1] != owner:
+                con.execute("ROLLBACK")
+                return False
         con.execute("DELETE FROM curves WHERE run_id = ?", (spec.run_id,))
         con.executemany(
             "INSERT INTO curves VALUES (?,?,?,?,?,?,?,?,?)",
@@ -81,17 +153,35 @@ def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict) -> None:
               r.get("train_loss"), r.get("lr"), r.get("seconds")) for r in result["curve"]])
         con.execute(
             "UPDATE runs SET status='finished', final_loss=?, tokens=?, steps=?, seconds=?, tokens_per_s=?, "
-            "device=?, versions=?, git_commit=?, checkpoint=?, finished_at=? WHERE run_id=?",
+            "device=?, versions=?, git_commit=?, checkpoint=?, finished_at=?, finished_by=?, owner=NULL, "
+            "lease_until=NULL WHERE run_id=?",
             (result["final_loss"], result["tokens"], result["steps"], result["seconds"], result["tokens_per_s"],
              result["device"], json.dumps(result["versions"]), result["git_commit"], result["checkpoint"],
-             datetime.now(timezone.utc).isoformat(timespec="seconds"), spec.run_id))
+             datetime.now(timezone.utc).isoformat(timespec="seconds"), owner, spec.run_id))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return True
+
+
+def _spec(con: sqlite3.Connection, run_id: str, text) -> RunSpec:
+    try:
+        return spec_from_dict(json.loads(text))
+    except (TypeError, ValueError, KeyError, AttributeError):
+        raise UserError(f"{db_name(con)}: run {run_id} has a broken spec (not a run's JSON: {str(text)[:40]!r}); "
+                        "rerun the sweep to replan it, or delete the row") from None
+
+
+def _order(r: RunSpec):
+    return (r.replicate, r.budget, r.n_standard)
 
 
 def pending(con: sqlite3.Connection) -> list[RunSpec]:
     """Unfinished runs, a whole seed's grid before the next seed's: a sweep stopped early still has
     complete replicates."""
-    rows = con.execute("SELECT spec FROM runs WHERE status != 'finished'").fetchall()
-    return sorted((spec_from_dict(json.loads(s)) for (s,) in rows), key=lambda r: (r.replicate, r.budget, r.n_standard))
+    rows = con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished'").fetchall()
+    return sorted((_spec(con, r, s) for r, s in rows), key=_order)
 
 
 def spec_from_dict(d: dict) -> RunSpec:
@@ -104,3 +194,115 @@ def summary_counts(con: sqlite3.Connection) -> dict:
     return dict(planned=planned, finished=finished)
 
 
+# --- claims --------------------------------------------------------------------------------
+
+def claim_next(con: sqlite3.Connection, owner: str, lease_s: float) -> RunSpec | None:
+    """Claim the first claimable run (in :func:`pending`'s order) for ``owner`` until now + ``lease_s``;
+    None when every unfinished run is held by a live claim (or none is left)."""
+    now = time.time()
+    con.execute("BEGIN IMMEDIATE")  # no other writer until COMMIT: the check and the claim are one step
+    try:
+        rows = con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished' AND "
+                           "(owner IS NULL OR lease_until IS NULL OR lease_until < ?)", (now,)).fetchall()
+        specs = sorted((_spec(con, r, s) for r, s in rows), key=_order)
+        if specs:
+            con.execute("UPDATE runs SET owner = ?, lease_until = ?, claims = COALESCE(claims, 0) + 1 "
+                        "WHERE run_id = ?", (owner, now + lease_s, specs[0].run_id))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return specs[0] if specs else None
+
+
+def held_elsewhere(con: sqlite3.Connection, owner: str) -> dict[str, str]:
+    """Unfinished runs under another owner's live claim: {run_id: owner}."""
+    return dict(con.execute("SELECT run_id, owner FROM runs WHERE status != 'finished' AND owner IS NOT NULL "
+                            "AND owner != ? AND lease_until >= ?", (owner, time.time())).fetchall())
+
+
+def renew(con: sqlite3.Connection, owner: str, lease_s: float) -> int:
+    """Extend every claim ``owner`` holds to now + ``lease_s``; how many it holds."""
+    with con:
+        return con.execute("UPDATE runs SET lease_until = ? WHERE owner = ? AND status != 'finished'",
+                           (time.time() + lease_s, owner)).rowcount
+
+
+def release(con: sqlite3.Connection, owner: str, run_id: str | None = None) -> None:
+    """Give up ``owner``'s claims (on ``run_id`` only, if given): the runs become claimable at once."""
+    with con:
+        con.execute("UPDATE runs SET owner = NULL, lease_until = NULL WHERE owner = ? AND status != 'finished'"
+                    + (" AND run_id = ?" if run_id else ""), (owner, run_id) if run_id else (owner,))
+
+
+def holder(db_path: Path | str, run_id: str) -> str | None:
+    """Who holds ``run_id``'s claim now (a job checks it is still its launcher's, with its own connection)."""
+    con = sqlite3.connect(db_path, timeout=60)
+    try:
+        row = con.execute("SELECT owner, status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        con.close()
+    return None if row is None or row[1] == "finished" else row[0]
+
+
+# --- damage --------------------------------------------------------------------------------
+
+_IMPOSSIBLE = "NOT (typeof({0}) IN ('real', 'integer') AND {0} >= 0 AND {0} < 9e999)"
+
+
+def damaged_runs(con: sqlite3.Connection, finished_only: bool = True) -> dict[str, str]:
+    """Runs whose rows cannot be trusted: {run_id: why}. A spec that is not JSON, or an impossible loss
+    (NaN, infinite, negative or not a number) in a finished run's final loss or curve."""
+    where = "status = 'finished' AND " if finished_only else ""
+    out = {}
+    for run_id, spec in con.execute(f"SELECT run_id, spec FROM runs WHERE {where}NOT json_valid(spec)"):
+        out[run_id] = f"a broken spec (not JSON: {str(spec)[:40]!r})"
+    for run_id, loss in con.execute(f"SELECT run_id, final_loss FROM runs WHERE status = 'finished' AND "
+                                    f"final_loss IS NOT NULL AND {_IMPOSSIBLE.format('final_loss')}"):
+        out.setdefault(run_id, f"an impossible final loss {loss!r}")
+    for run_id, step, loss in con.execute(
+            f"SELECT c.run_id, c.step, c.loss FROM curves c JOIN runs r USING (run_id) WHERE r.status = 'finished' "
+            f"AND {_IMPOSSIBLE.format('c.loss')} ORDER BY c.run_id, c.step"):
+        out.setdefault(run_id, f"an impossible loss {loss!r} at step {step}")
+    return out
+
+
+def check_readable(con: sqlite3.Connection, db_path: Path | str | None = None) -> None:
+    """Refuse, in one line naming the database and the run, a database whose finished runs are damaged."""
+    bad = damaged_runs(con)
+    if bad:
+        run_id, why = next(iter(bad.items()))
+        more = f" (and {len(bad) - 1} more run(s))" if len(bad) > 1 else ""
+        raise UserError(f"{db_path or db_name(con)}: run {run_id} has {why}{more}; rerun `scalinglab sweep` "
+                        "on this database to retrain it")
+
+
+def mark_for_retraining(con: sqlite3.Connection, planned: dict[str, RunSpec]) -> list[str]:
+    """Damaged runs of this sweep back to planned, their specs rewritten from ``planned`` (run id -> spec)
+    where broken, their results and curves dropped; a line per run saying so. A damaged run the plan
+    does not know is refused (nothing here can say what it was)."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        bad = damaged_runs(con, finished_only=False)
+        for run_id, spec in con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished'").fetchall():
+            if run_id not in bad:
+                try:
+                    _spec(con, run_id, spec)
+                except UserError:
+                    bad[run_id] = f"a broken spec (not a run's JSON: {str(spec)[:40]!r})"
+        unknown = sorted(set(bad) - set(planned))
+        if unknown:
+            raise UserError(f"{db_name(con)}: run {unknown[0]} has {bad[unknown[0]]} and is not in this sweep's "
+                            "plan, so it cannot be replanned; delete its row (and its curve) to go on")
+        notes = []
+        for run_id, why in sorted(bad.items()):
+            con.execute("DELETE FROM curves WHERE run_id = ?", (run_id,))
+            con.execute("UPDATE runs SET spec = ?, status = 'planned', final_loss = NULL, tokens = NULL, "
+                        "steps = NULL, seconds = NULL, tokens_per_s = NULL, finished_at = NULL, finished_by = NULL "
+                        "WHERE run_id = ?", (json.dumps(asdict(planned[run_id])), run_id))
+            notes.append(f"{db_name(con)}: run {run_id} had {why}; marked for retraining")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return notes
