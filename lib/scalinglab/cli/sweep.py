@@ -1,4 +1,4 @@
-"""`scalinglab sweep` and `scalinglab sweep-report`: isoFLOP training sweeps from the shell."""
+"""`scalinglab sweep`, `sweep-report` and `ladder-report`: isoFLOP training sweeps from the shell."""
 
 from __future__ import annotations
 
@@ -40,6 +40,18 @@ def register(sub) -> None:
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.set_defaults(func=_report)
 
+    lad = sub.add_parser("ladder-report",
+                         help="Porian et al.'s ladder on our runs: a per step, its shift, and theirs (several databases)")
+    lad.add_argument("--dir", required=True, metavar="FOLDER",
+                     help="folder holding ladder0.db, ladder2.db, ladder3.db, ladder4.db (a missing one: no fit)")
+    lad.add_argument("--method", choices=("spline", "parabola"), default="spline",
+                     help="each budget's optimum: Akima spline (Porian et al.'s) or parabola in log N")
+    lad.add_argument("--bootstrap", type=int, default=1000, metavar="K", help="block-bootstrap resamples (whole shapes)")
+    lad.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    lad.add_argument("--level", type=float, default=0.95, metavar="L", help="interval level (default 0.95)")
+    lad.add_argument("--json", action="store_true", help="print one JSON object")
+    lad.set_defaults(func=_ladder)
+
 
 def _print_report(rep, as_json: bool) -> None:
     print(json.dumps(rep.to_dict(), indent=2) if as_json else rep.summary())
@@ -52,6 +64,19 @@ def _sweep(args) -> int:
                     workers=args.workers, seeds=args.seeds,
                     executor=None if args.executor == "auto" else args.executor)
     _print_report(sweep.report(args.db), args.json)
+    return 0
+
+
+def _ladder(args) -> int:
+    from pathlib import Path
+
+    from scalinglab.errors import UserError
+    from scalinglab.papers.porian_ladder import ladder_report
+
+    if not Path(args.dir).is_dir():
+        raise UserError(f"{args.dir}: no such folder")
+    _print_report(ladder_report(args.dir, method=args.method, n_boot=args.bootstrap, seed=args.seed,
+                                level=args.level), args.json)
     return 0
 
 

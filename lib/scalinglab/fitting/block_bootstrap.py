@@ -1,0 +1,161 @@
+"""A block bootstrap for isoFLOP exponents when one run gives points at several budgets.
+
+Kaplan-style sweeps read each run (a model shape) at every budget it passes, so a shape that is better or
+worse than a smooth function of N, or a lucky seed, moves its points at all those budgets together. A
+bootstrap that resamples points, or seeds within a shape, treats the budgets as independent and is too
+narrow. This one resamples whole shapes (all their budgets and seeds together) with replacement, finds
+each budget's optimum on the resampled design and refits N* ∝ C^a.
+
+A resample in which a budget's optimum sits at the edge of its sizes, or has fewer than three distinct
+sizes, loses that budget; one left with fewer than two budgets is dropped. Both counts are reported,
+since an interval over the surviving resamples is conditional on them (``BlockBootstrap.dropped``).
+With the parabola, a shape drawn twice counts twice (weighted least squares); the Akima spline cannot
+take repeated sizes, so a resample's spline runs through its distinct shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.errors import UserError
+from scalinglab.fitting.isoflop import GRID_MULTIPLIER, METHODS, exponents_of_optima, resampled_optima
+
+MIN_SIZES = 3
+
+
+@dataclass(frozen=True)
+class BlockBootstrap:
+    """The exponent a of N* ∝ C^a with a percentile interval from resampling whole runs (shapes)."""
+
+    a: float                          # the estimate on the data as they are
+    ci: tuple[float, float]
+    level: float
+    method: str
+    n_boot: int
+    n_dropped: int                    # resamples left with fewer than two budgets (not in the interval)
+    budgets_lost: float               # mean share of budgets a kept resample lost (edge or too few sizes)
+    n_shapes: int
+    n_budgets: int
+    # every resample's a, NaN where it was dropped; resample i draws the same shapes in any fit given the
+    # same seed and universe of shapes, so two fits' draws pair by index
+    draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+
+    @property
+    def dropped(self) -> float:
+        """Share of resamples dropped: the interval is conditional on the others."""
+        return self.n_dropped / self.n_boot if self.n_boot else 0.0
+
+    def to_dict(self) -> dict:
+        return dict(a=self.a, ci=list(self.ci), level=self.level, method=self.method, n_boot=self.n_boot,
+                    n_dropped=self.n_dropped, budgets_lost=self.budgets_lost, n_shapes=self.n_shapes,
+                    n_budgets=self.n_budgets, interval="block bootstrap over runs (shapes)")
+
+    def summary(self) -> str:
+        pct = int(round(self.level * 100))
+        return (f"a = {self.a:.3f}, {pct}% block-bootstrap interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
+                f"({self.method}; {self.n_shapes} shapes resampled whole over {self.n_budgets} budgets; "
+                f"{self.n_dropped} of {self.n_boot} resamples dropped, kept ones lost "
+                f"{self.budgets_lost:.0%} of budgets on average)")
+
+
+def _table(points: pd.DataFrame, shape_col: str, n_col: str, c_col: str, loss_col: str):
+    """(shapes, budgets, N per shape, loss matrix budgets × shapes with NaN where a shape has no point).
+    A shape's seeds at one budget are averaged first."""
+    missing = [c for c in (shape_col, n_col, c_col, loss_col) if c not in points.columns]
+    if missing:
+        raise UserError(f"block bootstrap needs column(s) {', '.join(map(repr, missing))}")
+    cell = points.groupby([shape_col, c_col], as_index=False).agg(n=(n_col, "first"), loss=(loss_col, "mean"))
+    wide = cell.pivot(index=c_col, columns=shape_col, values="loss").sort_index()
+    n_of = cell.groupby(shape_col)["n"].first()
+    shapes = list(n_of.sort_values().index)
+    wide = wide[shapes]
+    return shapes, wide.index.to_numpy(float), n_of[shapes].to_numpy(float), wide.to_numpy(float)
+
+
+def _optimum_weighted_parabola(log_n: np.ndarray, log_loss: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Vertex of the weighted least-squares quadratic in log N for each column of ``w`` (k, B); NaN at an
+    edge, for a parabola opening downwards, or with fewer than MIN_SIZES distinct sizes."""
+    x = log_n - log_n.mean()
+    X = np.stack([np.ones_like(x), x, x**2], axis=1)                       # (k, 3)
+    XtW = X.T[:, :, None] * w[None, :, :]                                 # (3, k, B)
+    A = np.einsum("ikb,kj->bij", XtW, X)                                  # (B, 3, 3)
+    rhs = np.einsum("ikb,k->bi", XtW, log_loss)                           # (B, 3)
+    distinct = (w > 0).sum(axis=0)
+    out = np.full(w.shape[1], np.nan)
+    ok = distinct >= MIN_SIZES
+    if ok.any():
+        coef = np.linalg.solve(A[ok], rhs[ok][:, :, None])[:, :, 0]
+        c1, c2 = coef[:, 1], coef[:, 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = -c1 / (2 * c2)
+        lo = np.array([x[w[:, b] > 0].min() for b in np.flatnonzero(ok)])
+        hi = np.array([x[w[:, b] > 0].max() for b in np.flatnonzero(ok)])
+        good = (c2 > 0) & (v > lo) & (v < hi)
+        out[np.flatnonzero(ok)] = np.where(good, v + log_n.mean(), np.nan)
+    return out
+
+
+def _optima(flops, n, loss, counts, method: str) -> np.ndarray:
+    """log N* per budget (rows) and resample (columns, from ``counts`` (shapes, B)); NaN where lost."""
+    opt = np.full((len(flops), counts.shape[1]), np.nan)
+    for i in range(len(flops)):
+        have = np.isfinite(loss[i])
+        if have.sum() < MIN_SIZES:
+            continue
+        log_n, log_l, w = np.log(n[have]), np.log(loss[i, have]), counts[have]
+        if method == "parabola":
+            opt[i] = _optimum_weighted_parabola(log_n, log_l, w)
+            continue
+        # spline: each resample's distinct shapes; resamples with the same support share one fit
+        support = w > 0
+        keys, inverse = np.unique(support.T, axis=0, return_inverse=True)
+        for j, key in enumerate(keys):
+            if key.sum() < MIN_SIZES:
+                continue
+            cols = np.flatnonzero(inverse.ravel() == j)
+            x = resampled_optima([(flops[i], np.exp(log_n[key]), np.exp(log_l[key])[:, None])], "spline",
+                                 grid_multiplier=GRID_MULTIPLIER)[0, 0]
+            opt[i, cols] = x
+    return opt
+
+
+def block_bootstrap(points: pd.DataFrame, shape_col: str = "shape", n_col: str = "n", c_col: str = "flops",
+                    loss_col: str = "loss", *, method: str = "spline", n_boot: int = 1000, seed: int = 0,
+                    level: float = 0.95, universe=None) -> BlockBootstrap:
+    """N* ∝ C^a from isoFLOP ``points`` (one row per shape, budget and seed), with an interval from
+    resampling whole shapes. ``a`` is the estimate on the data as given (seeds averaged).
+
+    ``universe``: the shapes to draw from (default: those in ``points``). Two fits given the same universe
+    and seed draw the same shapes in each resample, so their draws pair (e.g. two readings of one sweep);
+    a drawn shape absent from ``points`` contributes nothing."""
+    if method not in METHODS:
+        raise UserError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    if not 0 < level < 1:
+        raise UserError(f"level must be between 0 and 1, not {level}")
+    if n_boot < 1:
+        raise UserError(f"n_boot must be at least 1, not {n_boot}")
+    shapes, flops, n, loss = _table(points, shape_col, n_col, c_col, loss_col)
+    if len(shapes) < MIN_SIZES:
+        raise UserError(f"block bootstrap needs at least {MIN_SIZES} shapes, got {len(shapes)}")
+    universe = sorted(shapes) if universe is None else sorted(universe)
+    missing = sorted(set(shapes) - set(universe))
+    if missing:
+        raise UserError(f"shapes {missing} are not in the universe to draw from")
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(len(universe), np.full(len(universe), 1 / len(universe)), size=n_boot).T
+    counts = drawn[[universe.index(s_) for s_ in shapes]].astype(float)
+    full = np.ones((len(shapes), 1))
+    a = float(exponents_of_optima(flops, _optima(flops, n, loss, full, method))[0])
+    opt = _optima(flops, n, loss, counts, method)
+    draws = exponents_of_optima(flops, opt)
+    kept = np.isfinite(draws)
+    usable = np.isfinite(loss).sum(axis=1) >= MIN_SIZES
+    lost = 1 - np.isfinite(opt[:, kept]).sum(axis=0) / max(int(usable.sum()), 1) if kept.any() else np.array([1.0])
+    tail = (1 - level) / 2
+    ci = tuple(np.quantile(draws[kept], [tail, 1 - tail])) if kept.sum() >= 2 else (np.nan, np.nan)
+    return BlockBootstrap(a=a, ci=(float(ci[0]), float(ci[1])), level=level, method=method, n_boot=n_boot,
+                          n_dropped=int((~kept).sum()), budgets_lost=float(np.mean(lost)),
+                          n_shapes=len(shapes), n_budgets=int(usable.sum()), draws=draws)

@@ -1,0 +1,209 @@
+"""Porian et al.'s ladder on our own runs: a of N* ∝ C^a per step, each step's shift, and theirs.
+
+The steps (``STEPS``) go from Kaplan's setup to Hoffmann's one change at a time, each a sweep database
+(``scalinglab sweep --preset ladder<k>``); step 1 trains nothing: it re-reads step 0's runs with the
+head counted in N and C, at the points where 6·N_standard·D meets step 2's budgets (``standard_budgets``
+in each run's spec).
+
+Before fitting, each step's points are averaged over seeds and those near the uniform-prediction loss
+are dropped (``UNIFORM_SHARE``: a model that has barely left ln V says nothing about its size); a budget
+is used when at least ``MIN_SIZES`` sizes remain. Each a has a block-bootstrap interval (whole shapes
+resampled: in steps 0-2 one run gives points at several budgets), and each shift Δa an interval from
+the two steps' draws, paired by shape for step 1, which re-reads step 0's runs, independent otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.accounting.decoder import step_at
+from scalinglab.errors import UserError
+from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap
+
+# step, database (preset), Porian et al.'s step (papers.porian.STEPS), what changes
+STEPS = (
+    (0, "ladder0", "kaplan_reproduction", "Kaplan's setup: non-embedding N, long warmup, constant LR"),
+    (1, "ladder0", "plus_head", "+ head in N and C (step 0's runs, standard count)"),
+    (2, "ladder2", "plus_short_warmup", "+ short warmup (≈ N tokens)"),
+    (3, "ladder3", "plus_cosine", "+ cosine decay matched to each budget"),
+    (4, "ladder4", "tuned_constant_lr", "+ per-size lr, batch, β2 (cosine kept)"),
+)
+UNIFORM_SHARE = 0.95   # drop points with loss ≥ 95% of ln V, the loss of predicting every token uniformly
+MIN_SIZES = 5          # a budget needs this many sizes left after the drop
+N_BOOT = 1000
+
+
+def _read(db: Path, standard: bool) -> tuple[pd.DataFrame, int]:
+    """Seed-mean isoFLOP points (shape, n, flops, loss, seeds) of a finished-run database, and its vocabulary.
+    ``standard``: step 1's reading of a ladder0 database (standard N, its standard budgets)."""
+    if not db.is_file():
+        raise UserError(f"{db}: no such sweep database")
+    try:
+        with sqlite3.connect(db) as con:
+            vocab = json.loads(con.execute("SELECT value FROM sweep WHERE key = 'vocab_size'").fetchone()[0])
+            runs = con.execute("SELECT run_id, width, depth, n_non_embedding, n_standard, spec FROM runs "
+                               "WHERE status = 'finished'").fetchall()
+            curves = pd.read_sql_query("SELECT run_id, step, tokens, budget, loss FROM curves", con)
+    except (sqlite3.DatabaseError, TypeError) as exc:
+        raise UserError(f"{db}: not a sweep database ({exc})") from None
+    rows = []
+    for run_id, width, depth, n_ne, n_std, spec in runs:
+        spec = json.loads(spec)
+        curve = curves[curves["run_id"] == run_id]
+        shape = f"w{width}-d{depth}"
+        if standard:
+            per_step = spec["train"]["batch_size"] * spec["model"]["seq_len"]
+            for c in spec.get("standard_budgets", ()):
+                at = curve[curve["step"] == step_at(math.ceil(c / (6 * n_std)), per_step)]
+                if len(at):
+                    rows.append((shape, run_id, float(n_std), float(c), float(at["loss"].iloc[0])))
+        else:
+            n = n_ne if spec["preset"] in ("kaplan", "ladder0") else n_std
+            for c, loss in curve.loc[curve["budget"].notna(), ["budget", "loss"]].itertuples(index=False):
+                rows.append((shape, run_id, float(n), float(c), float(loss)))
+    pts = pd.DataFrame(rows, columns=["shape", "run_id", "n", "flops", "loss"])
+    pts = (pts.groupby(["shape", "n", "flops"], as_index=False)
+           .agg(loss=("loss", "mean"), seeds=("run_id", "nunique")))
+    return pts, int(vocab)
+
+
+def usable_points(pts: pd.DataFrame, vocab: int) -> tuple[pd.DataFrame, dict]:
+    """The points a fit may use, and what was dropped: near-uniform losses, then budgets with too few sizes."""
+    ceiling = UNIFORM_SHARE * math.log(vocab)
+    near_uniform = pts["loss"] >= ceiling
+    kept = pts[~near_uniform]
+    sizes = kept.groupby("flops")["shape"].nunique()
+    thin = sorted(sizes[sizes < MIN_SIZES].index)
+    kept = kept[~kept["flops"].isin(thin)]
+    return kept, dict(loss_ceiling=ceiling, near_uniform=int(near_uniform.sum()), budgets_too_few_sizes=thin)
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    step: int
+    preset: str
+    porian_step: str
+    change: str
+    fit: BlockBootstrap | None
+    dropped: dict
+    n_points: int
+    seeds: int
+    delta: float | None = None                 # a − a of the previous step
+    delta_ci: tuple[float, float] | None = None
+    paired: bool = False
+    reason: str | None = None                  # why there is no fit
+
+    def to_dict(self) -> dict:
+        return dict(step=self.step, preset=self.preset, porian_step=self.porian_step, change=self.change,
+                    a=None if self.fit is None else self.fit.to_dict(), dropped=self.dropped,
+                    n_points=self.n_points, seeds=self.seeds, reason=self.reason,
+                    delta=None if self.delta is None else dict(d=self.delta, ci=list(self.delta_ci),
+                                                               paired=self.paired))
+
+
+@dataclass(frozen=True)
+class LadderReport:
+    steps: tuple[LadderStep, ...]
+    porian: pd.DataFrame = field(repr=False)   # their a per (dataset, step), papers.porian.published_exponents
+
+    def porian_delta(self, dataset: str, step: str) -> float | None:
+        order = [s for _, _, s, _ in STEPS]
+        i = order.index(step)
+        if i == 0:
+            return None
+        a = self.porian.set_index(["dataset", "step"])["a"]
+        return float(a[dataset, step] - a[dataset, order[i - 1]])
+
+    def to_dict(self) -> dict:
+        out = []
+        a = self.porian.set_index(["dataset", "step"])["a"]
+        for s in self.steps:
+            d = s.to_dict()
+            d["porian"] = {ds: dict(a=float(a[ds, s.porian_step]), delta=self.porian_delta(ds, s.porian_step))
+                           for ds in ("rw", "owt2")}
+            out.append(d)
+        return dict(steps=out, rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES))
+
+    def summary(self) -> str:
+        a = self.porian.set_index(["dataset", "step"])["a"]
+        lines = [f"Porian et al.'s ladder on our runs (seed means; points with loss ≥ {UNIFORM_SHARE:.0%} of ln V "
+                 f"dropped; budgets with < {MIN_SIZES} sizes left out; block-bootstrap intervals)",
+                 f"{'step':<5}{'a':>7}  {'95% interval':<16}{'Δa':>7}  {'95% interval':<18}"
+                 f"{'Porian RW a (Δa)':>18}{'OWT2 a (Δa)':>16}  change"]
+        for s in self.steps:
+            pa = {ds: a[ds, s.porian_step] for ds in ("rw", "owt2")}
+            pd_ = {ds: self.porian_delta(ds, s.porian_step) for ds in ("rw", "owt2")}
+            theirs = "".join(f"{pa[ds]:>10.3f} ({'':>5})" if pd_[ds] is None else f"{pa[ds]:>10.3f} ({pd_[ds]:+.3f})"
+                             for ds in ("rw", "owt2"))
+            if s.fit is None or not np.isfinite(s.fit.a):
+                lines.append(f"{s.step:<5}{'n/a':>7}  {'':<16}{'':>7}  {'':<18}{theirs}  {s.change} "
+                             f"[{s.reason or 'no fit'}]")
+                continue
+            ci = f"[{s.fit.ci[0]:.3f}, {s.fit.ci[1]:.3f}]"
+            delta = "" if s.delta is None else f"{s.delta:+.3f}"
+            dci = "" if s.delta_ci is None else f"[{s.delta_ci[0]:+.3f}, {s.delta_ci[1]:+.3f}]"
+            lines.append(f"{s.step:<5}{s.fit.a:>7.3f}  {ci:<16}{delta:>7}  {dci:<18}{theirs}  {s.change}")
+        lines.append("dropped: " + "; ".join(
+            f"step {s.step}: {s.dropped.get('near_uniform', 0)} near-uniform point(s), budgets with too few sizes "
+            f"{len(s.dropped.get('budgets_too_few_sizes', []))}, resamples dropped "
+            f"{0 if s.fit is None else s.fit.n_dropped}" for s in self.steps))
+        return "\n".join(lines)
+
+
+def _delta(prev: BlockBootstrap, cur: BlockBootstrap, level: float) -> tuple[float, tuple[float, float]]:
+    """The shift and a percentile interval of the draws' differences, resample by resample (paired when
+    both fits drew the same shapes, independent otherwise); resamples dropped by either fit are left out."""
+    n = min(len(prev.draws), len(cur.draws))
+    d = cur.draws[:n] - prev.draws[:n]
+    d = d[np.isfinite(d)]
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(d, [tail, 1 - tail]) if len(d) >= 2 else (np.nan, np.nan)
+    return cur.a - prev.a, (float(lo), float(hi))
+
+
+def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N_BOOT, seed: int = 0,
+                  level: float = 0.95, porian: pd.DataFrame | None = None) -> LadderReport:
+    """The ladder's table from ``folder/ladder{0,2,3,4}.db``; a missing database gives its steps no fit.
+
+    Step 1 is paired with step 0 (the same runs, resampled by the same shape draws: both fits use ``seed``
+    and the same shapes), the other shifts take independent draws."""
+    from scalinglab.papers import porian as porian_mod
+
+    folder = Path(folder)
+    if porian is None:
+        porian = porian_mod.published_exponents()
+    out, prev = [], None
+    universe0 = None
+    for step, preset, p_step, change in STEPS:
+        db = folder / f"{preset}.db"
+        if not db.is_file():
+            out.append(LadderStep(step, preset, p_step, change, None, {}, 0, 0, reason=f"no {db.name}"))
+            prev = None
+            continue
+        pts, vocab = _read(db, standard=(step == 1))
+        kept, dropped = usable_points(pts, vocab)
+        seeds = int(pts["seeds"].min()) if len(pts) else 0
+        if kept["flops"].nunique() < 2:
+            out.append(LadderStep(step, preset, p_step, change, None, dropped, len(kept), seeds,
+                                  reason="fewer than 2 usable budgets"))
+            prev = None
+            continue
+        # step 1 uses step 0's seed so its shape draws pair with step 0's; the others draw independently
+        if step == 0:
+            universe0 = sorted(pts["shape"].unique())
+        fit = block_bootstrap(kept, method=method, n_boot=n_boot, seed=seed if step <= 1 else seed + step,
+                              level=level, universe=universe0 if step <= 1 else None)
+        delta = delta_ci = None
+        if prev is not None and np.isfinite(fit.a) and np.isfinite(prev.a):
+            delta, delta_ci = _delta(prev, fit, level)
+        out.append(LadderStep(step, preset, p_step, change, fit, dropped, len(kept), seeds, delta, delta_ci,
+                              paired=step == 1 and universe0 is not None))
+        prev = fit
+    return LadderReport(tuple(out), porian)

@@ -1,0 +1,92 @@
+"""papers.porian_ladder: Porian et al.'s ladder read off our own sweep databases."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from scalinglab.cli import main
+from scalinglab.papers import porian_ladder as L
+from scalinglab.training import sweep
+
+# Porian et al.'s published a per (dataset, step), small and fixed so the test needs no mirror.
+PORIAN = pd.DataFrame([dict(dataset=ds, step=s, a=a0 - 0.1 * i)
+                       for ds, a0 in (("rw", 0.8), ("owt2", 0.85)) for i, (_, _, s, _) in enumerate(L.STEPS)])
+
+
+def law(n, d):
+    """Losses the synthetic runs log (a Chinchilla form in nats, well below ln 512)."""
+    return 1.5 + 20 / n**0.34 + 15 / d**0.28
+
+
+def write_synthetic(db, preset: str, seeds: int = 2):
+    """A smoke-profile sweep database whose runs 'trained' to law(N_standard, tokens) at every evaluation:
+    the plan, claims and records are the real ones, the training is skipped (no tokenizer, no torch)."""
+    from scalinglab.accounting.decoder import step_at
+    from scalinglab.training.sweep import store
+
+    prof = sweep.get_profile("smoke")
+    con = store.connect(db)
+    runs = sweep.plan(preset, prof, 512, seeds=seeds)
+    store.register_plan(con, preset, prof, runs, 512)
+    for spec in runs:
+        per_step = spec.train["batch_size"] * spec.model["seq_len"]
+        steps = sorted({step_at(t, per_step) for t in spec.train["eval_at_tokens"]})
+        curve = [dict(step=k, tokens=k * per_step, loss=law(spec.n_standard, k * per_step) * (1 + 0.001 * spec.replicate))
+                 for k in steps]
+        store.record_result(con, spec, dict(curve=curve, final_loss=curve[-1]["loss"], tokens=curve[-1]["tokens"],
+                                            steps=steps[-1], seconds=1.0, tokens_per_s=1.0, device="test",
+                                            versions={}, git_commit="test", checkpoint="", tokens_per_step=per_step))
+    con.close()
+
+
+@pytest.fixture
+def ladder_dbs(tmp_path):
+    """Steps 0 and 2 (their databases); steps 3 and 4 are missing."""
+    for preset in ("ladder0", "ladder2"):
+        write_synthetic(tmp_path / f"{preset}.db", preset)
+    return tmp_path
+
+
+def test_ladder_report_reads_each_step_and_its_shift(ladder_dbs, monkeypatch):
+    monkeypatch.setattr(L, "MIN_SIZES", 3)  # the smoke grid has 5 shapes, not all at every budget
+    rep = L.ladder_report(ladder_dbs, method="parabola", n_boot=50, porian=PORIAN)
+    steps = {s.step: s for s in rep.steps}
+    assert list(steps) == [0, 1, 2, 3, 4]
+    # step 1 re-reads step 0's runs at the standard budgets (ladder2's), with the standard N
+    one, _ = L._read(ladder_dbs / "ladder0.db", standard=True)
+    assert set(one["flops"]) <= set(sweep.get_profile("smoke").budgets["ladder2"]) and len(one) > 0
+    with __import__("sqlite3").connect(ladder_dbs / "ladder0.db") as con:
+        n_std = {f"w{w}-d{d}": n for w, d, n in con.execute("SELECT width, depth, n_standard FROM runs")}
+    assert all(one["n"] == one["shape"].map(n_std))
+    # each step-1 point is the seed mean of the loss logged where 6·N_standard·D meets the budget
+    from scalinglab.accounting.decoder import step_at
+    per_step = sweep.get_profile("smoke").batch_size * sweep.get_profile("smoke").seq_len
+    expect = [law(r.n, step_at(math.ceil(r.flops / (6 * r.n)), per_step) * per_step) * 1.0005 for r in one.itertuples()]
+    assert one["loss"].to_numpy() == pytest.approx(expect, rel=1e-9)
+    assert (one["seeds"] == 2).all()
+    # on the smoke grid few sizes reach the standard budgets, so step 1 may have no fit; when it has one, it
+    # is paired with step 0 (the same runs), and the later steps are not
+    assert steps[1].fit is None and steps[1].reason == "fewer than 2 usable budgets" or steps[1].paired
+    assert steps[0].fit is not None and steps[2].fit is not None and not steps[2].paired
+    assert steps[2].delta is None or steps[2].delta_ci is not None
+    assert steps[3].fit is None and "no ladder3.db" in steps[3].reason
+    d = rep.to_dict()
+    assert d["steps"][1]["porian"]["rw"]["delta"] == pytest.approx(-0.1)
+    assert json.dumps(d)  # JSON-ready
+    assert "Porian et al.'s ladder" in rep.summary()
+
+
+def test_the_uniform_loss_rule_drops_points_and_thin_budgets():
+    pts = pd.DataFrame(dict(shape=[f"s{i}" for i in range(6)] * 2, n=list(range(1, 7)) * 2,
+                            flops=[1.0] * 6 + [2.0] * 6, loss=[6.0, 5.0, 4.0, 4.5, 5.5, 6.2] + [4.0] * 6))
+    kept, dropped = L.usable_points(pts, vocab=512)         # ceiling 0.95·ln 512 = 5.93
+    assert dropped["loss_ceiling"] == pytest.approx(0.95 * math.log(512))
+    assert dropped["near_uniform"] == 2                      # 6.0 and 6.2
+    assert dropped["budgets_too_few_sizes"] == [1.0]         # budget 1 keeps 4 sizes, fewer than MIN_SIZES = 5
+    assert set(kept["flops"]) == {2.0} and len(kept) == 6
+
+
+def test_cli_ladder_report_needs_a_folder(capsys):
+    assert main(["ladder-report", "--dir", "/nonexistent/ladder"]) == 2
+    assert "no such folder" in capsys.readouterr().err
