@@ -71,14 +71,24 @@ def test_kaplan_vs_hoffmann_known_answers():
 
 def test_inverse_scaling_known_answers():
     t = text("03_inverse_scaling")
-    assert "ada 0.54, babbage 0.46, curie 0.49, davinci 0.38" in t and "matches the published table" in t
+    assert "ada 0.54, babbage 0.46, curie 0.49, davinci 0.38" in t and "a recount of the prize pipeline" in t
+    assert "equal to the table compiled from the same files" in t and "matches the published" not in t
     assert "called inverse" in t and "p = 0.002" in t and "p = 0.43" in t and "below 0.030" in t
     assert "123 models in 39 families" in t and "(158 tests)" in t
-    assert "138 with binomial errors, 86 with the pooled" in t and "123 with the mixed-recipe StableLM" in t
-    assert "4 of 23 families" in t and "(Cerebras-GPT, GPT-Neo/J, OPT, Pythia), 8 improve, 11" in t
+    assert "138 with binomial errors, 85 with the pooled" in t and "123 with the mixed-recipe StableLM" in t
+    assert "MC2 score (not a count), tested by a quasi-binomial GLM" in t and "(0.93 on 28 df, F tests)" in t
+    assert "4 of 23 families" in t and "(Cerebras-GPT, GPT-Neo/J, OPT, Pythia), 7 improve, 12" in t
     assert "StarCoder's inverse call does not survive" in t
     assert "0 and 0 inverse (1 and 0 before), 2 and 2 curved, 11 and 14 positive" in t
-    assert "2 of 11 prize tasks" in t and "3 models, a plumbing check" in t
+    assert "2 of 11 prize tasks" in t and "no model was scored in this run" in t and "plumbing" not in t
+
+
+def test_inverse_scaling_says_a_failed_recount_and_scored_models():
+    s = copy.deepcopy(FIXTURE["03_inverse_scaling"])
+    s["neqa_gpt3_recount"]["matches_compiled_table"] = False
+    s["family_evaluation"]["results"] = [{"model": m} for m in ("a", "a", "b", "c")]
+    t = text("03_inverse_scaling", s)
+    assert "NOT equal to the table compiled from the same files" in t and "scored 3 models" in t
 
 
 def test_extrapolation_known_answers():

@@ -373,12 +373,14 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
 
     acc = s.sub("neqa_gpt3_accuracy")
     models = list(acc.data)
-    matches = s("neqa_gpt3_matches_published")
+    recount = s.sub("neqa_gpt3_recount")
+    matches = recount("matches_compiled_table")
     out.append(Finding(
-        "NeQA on GPT-3, recomputed from the prize pipeline's per-example outputs: accuracy "
-        + ", ".join(f"{m} {dec(acc(m), 2)}" for m in models)
-        + f" (chance 0.50); {'matches the published table' if matches else 'does NOT match the published table'}, "
-        f"and the largest model answers negated questions worse than chance."))
+        "NeQA on GPT-3, a recount of the prize pipeline's per-example outputs (no independent published source "
+        "offline): accuracy " + ", ".join(f"{m} {dec(acc(m), 2)}" for m in models)
+        + " (chance 0.50); " + ("equal to the table compiled from the same files" if matches
+                                else "NOT equal to the table compiled from the same files")
+        + ", and the largest model answers negated questions worse than chance."))
 
     t, own, tol = s.sub("neqa_gpt3_trend"), s.sub("neqa_gpt3_own_scale"), s.sub("neqa_gpt3_tolerable_scatter")
     out.append(Finding(
@@ -397,16 +399,18 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
         f"{tot['binomial_fdr']} with binomial errors, {tot['pooled_fdr']} with the pooled between-model scale, "
         f"{tot['pooled_no_stablelm_fdr']} with the mixed-recipe StableLM family left out of the scale."))
 
-    tq = s.sub("truthfulqa_family_trends")
+    tq, tq_test = s.sub("truthfulqa_family_trends"), s.sub("truthfulqa_test")
     by = {}
     for fam, rec in tq.data.items():
         by.setdefault(rec["pooled_fdr"], []).append(fam)
     lost = [f for f, r in tq.data.items() if r["binomial"] == "inverse" and r["pooled_fdr"] != "inverse"]
     inv = sorted(by.get("inverse", []))
     out.append(Finding(
-        f"TruthfulQA: {len(inv)} of {len(tq.data)} families get worse with scale after pooling and FDR control "
-        f"({', '.join(inv) or 'none'}), {len(by.get('positive', []))} improve, {len(by.get('flat', []))} show no "
-        f"detectable trend" + (f"; {', '.join(lost)}'s inverse call does not survive FDR control." if lost else ".")))
+        f"TruthfulQA, an MC2 score (not a count), tested by a quasi-binomial GLM with the pooled scale estimated "
+        f"({dec(tq_test('scale'), 2)} on {sig(tq_test('df'), 2)} df, F tests) and FDR control: {len(inv)} of "
+        f"{len(tq.data)} families get worse with compute ({', '.join(inv) or 'none'}), {len(by.get('positive', []))} "
+        f"improve, {len(by.get('flat', []))} show no detectable trend"
+        + (f"; {', '.join(lost)}'s inverse call does not survive FDR control." if lost else ".")))
 
     py, py_fdr = s.sub("pythia_trend_counts"), s.sub("pythia_trend_counts_fdr")
     suites = list(py_fdr.data)
@@ -424,12 +428,11 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
     tasks, fam = s("tasks_available"), s.sub("family_evaluation")
     n_models = len({r["model"] for r in fam("results")})
     ok = sorted(k for k, v in tasks.items() if v == "ok")
-    kind = fam("kind")
-    plumbing = "plumbing" in kind
-    out.append(Finding(
-        f"{len(ok)} of {len(tasks)} prize tasks available offline ({', '.join(ok) or 'none'}); the family evaluation "
-        f"scored {n_models} models, a {kind}"
-        + (": a check of the code path, which says nothing about scaling." if plumbing else ".")))
+    scored = (f"the family evaluation scored {n_models} models with the prize's scoring." if n_models
+              else "no model was scored in this run (no trained checkpoints or hub models given); the prize scoring "
+                   "is checked in the tests.")
+    out.append(Finding(f"{len(ok)} of {len(tasks)} prize tasks available offline ({', '.join(ok) or 'none'}); "
+                       + scored))
     return _cap(out)
 
 

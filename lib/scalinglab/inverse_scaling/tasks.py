@@ -230,11 +230,20 @@ OBSSCALING_UNUSED = {
 }
 
 
+# Benchmarks whose ObsScaling value is a bounded score, not a fraction of n items answered right. TruthfulQA is
+# the Open LLM Leaderboard v1's MC2: per question, the probability mass on the true answers, normalised over
+# all answers, then averaged. Its value times 817 is not a whole number (``whole_count_share`` in aggregate).
+OBSSCALING_SCORES = {
+    "TruthfulQA": "MC2 score (mean probability mass on the true answers, 817 questions)",
+}
+
+
 def obsscaling_long(dataset: str = "obsscaling-benchmark-eval"):
     """ObsScaling's table as rows (family, model, params, flops, benchmark, accuracy, n).
 
-    Only the benchmarks of ``OBSSCALING_N`` (see ``OBSSCALING_UNUSED``); models without a training-compute
-    figure are dropped, since the trend is tested against compute.
+    ``accuracy`` is the table's value: a fraction correct, except on ``OBSSCALING_SCORES`` (a bounded
+    score). Only the benchmarks of ``OBSSCALING_N`` (see ``OBSSCALING_UNUSED``); models without a
+    training-compute figure are dropped, since the trend is tested against compute.
     """
     df = data.load(dataset)
     long = df.melt(id_vars=["Model", "Model Family", "Model Size (B)", "FLOPs (1E21)"],

@@ -56,6 +56,14 @@ from is the ``dispersion`` argument:
   not carry over to a benchmark with a different n or to other models.
 * a ``Dispersion`` object: a scale and df given from outside, stated by the caller.
 
+Bounded scores. The floor is for counts only. A score in [0, 1] averaged over
+items (TruthfulQA's MC2, a per-item probability mass) has no known variance:
+its per-item variance can be anything up to p(1 - p), so phi is estimated
+whatever its value, below 1 included, and the tests are F tests (a fractional
+logit, Papke & Wooldridge 1996, with the quasi-binomial scale). Pass
+``floor=False`` for such a score; with phi estimated, the weight n cancels from
+the tests, so any constant n will do.
+
 The floor. An estimated phi below 1 (less scatter than binomial sampling
 allows) is floored at 1, and a floored scale is the binomial variance: known,
 not estimated. Its tests are then the binomial chi-squared tests, exactly as
@@ -74,7 +82,7 @@ reason the ``"group"`` scheme is for comparison only.
 Many groups mean many tests: ``adjust_pvalues`` (Benjamini-Hochberg or Holm)
 and ``adjust_trends`` turn a table's p_trend into adjusted p-values and calls.
 
-Long: about 520 lines, on purpose. The tests, the dispersion they use and the report over many groups
+Long: about 540 lines, on purpose. The tests, the dispersion they use and the report over many groups
 (``TrendReport``, what `scalinglab trend` prints) share their definitions; split, each half would need the other.
 """
 
@@ -132,8 +140,11 @@ class Dispersion:
 BINOMIAL = Dispersion(scale=1.0, df=None, method="binomial", raw=1.0)
 
 
-def _estimated(raw: float, df: float, method: str, **kw) -> Dispersion:
-    """A scale estimated as ``raw`` on ``df`` residual df, floored at 1; a floored one tests as the binomial."""
+def _estimated(raw: float, df: float, method: str, floor: bool = True, **kw) -> Dispersion:
+    """A scale estimated as ``raw`` on ``df`` residual df, floored at 1 (a floored one tests as the binomial);
+    ``floor=False`` (a bounded score, not a count): the estimate as it is, F tests, labelled "(score)"."""
+    if not floor:
+        return Dispersion(scale=raw, df=df, method=f"{method} (score: estimated, not floored)", raw=raw, **kw)
     floored = bool(raw < 1)
     return Dispersion(scale=1.0 if floored else raw, df=df, method=f"{method} (floored: binomial tests)" if floored
                       else method, raw=raw, floored=floored, **kw)
@@ -226,11 +237,12 @@ def _check_dispersion(dispersion, allowed):
 
 
 def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOptions(),
-                   dispersion: str | Dispersion = "binomial") -> TrendResult:
+                   dispersion: str | Dispersion = "binomial", floor: bool = True) -> TrendResult:
     """Classify one series: x > 0 (compute or parameters), accuracy in [0, 1], n examples per point.
 
     ``dispersion``: "binomial", "group" (the series' own quasi-binomial scale; needs 4 points and has
     no power with few of them, see the module docstring) or a ``Dispersion`` (e.g. ``pooled_dispersion``).
+    ``floor=False``: the y are bounded scores, not counts, so a "group" scale is not floored at 1.
     """
     _check_dispersion(dispersion, ("binomial", "group"))
     x, y, n = _series(x, accuracy, n, group)
@@ -251,7 +263,7 @@ def classify_trend(x, accuracy, n, group: str = "", opts: TrendOptions = TrendOp
     f2 = _fit(y, n, np.column_stack([ones, z, z**2]))
     own = float(f2.pearson_chi2 / f2.df_resid) if f2.df_resid > 0 else nan
     if dispersion == "group":
-        disp = _estimated(own, float(f2.df_resid), "group", pearson_chi2=float(f2.pearson_chi2), n_groups=1)
+        disp = _estimated(own, float(f2.df_resid), "group", floor, pearson_chi2=float(f2.pearson_chi2), n_groups=1)
     elif dispersion == "binomial":
         disp = BINOMIAL
     else:
@@ -334,19 +346,20 @@ def _groups(df, x_col, y_col, n_col, group_col, source):
 
 
 def pooled_dispersion(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
-                      source: str = "table") -> Dispersion:
+                      source: str = "table", floor: bool = True) -> Dispersion:
     """One quasi-binomial scale for all groups of a table: sum of the groups' Pearson chi2 (quadratic
     binomial fits) over sum of their residual df, n_i - 3, floored at 1. A floored scale is the binomial
     variance, known: ``floored`` is set, the method reads "pooled (floored: binomial tests)" and the
-    groups are then tested with chi-squared tests, exactly as with ``BINOMIAL``.
+    groups are then tested with chi-squared tests, exactly as with ``BINOMIAL``. ``floor=False`` for a
+    bounded score (not a count): the estimate is kept below 1 too, and the tests are F tests.
 
     Groups with fewer than 3 distinct x are left out; a group of 3 fits exactly and adds nothing.
     A UserError if no group leaves a residual df (nothing to estimate a scale from).
     """
-    return _pooled(_groups(df, x_col, y_col, n_col, group_col, source), x_col, y_col, n_col, source)
+    return _pooled(_groups(df, x_col, y_col, n_col, group_col, source), x_col, y_col, n_col, source, floor)
 
 
-def _pooled(groups, x_col, y_col, n_col, source) -> Dispersion:
+def _pooled(groups, x_col, y_col, n_col, source, floor: bool = True) -> Dispersion:
     """:func:`pooled_dispersion` over groups already split and checked by ``_groups``."""
     parts = []
     for label, g in groups:
@@ -359,26 +372,27 @@ def _pooled(groups, x_col, y_col, n_col, source) -> Dispersion:
     if not parts:
         raise UserError(f"{source}: a pooled dispersion needs at least one group with 4 or more points")
     chi2, dfree = sum(p[1] for p in parts), sum(p[2] for p in parts)
-    return _estimated(chi2 / dfree, dfree, "pooled", pearson_chi2=chi2, n_groups=len(parts),
+    return _estimated(chi2 / dfree, dfree, "pooled", floor, pearson_chi2=chi2, n_groups=len(parts),
                       contributions=tuple(parts))
 
 
 def classify_groups(df, x_col: str, y_col: str, n_col: str, group_col: str | None = None,
                     opts: TrendOptions = TrendOptions(), source: str = "table",
-                    dispersion: str | Dispersion = "binomial") -> list[TrendResult]:
+                    dispersion: str | Dispersion = "binomial", floor: bool = True) -> list[TrendResult]:
     """One TrendResult per group of a DataFrame (one for the whole table without ``group_col``).
 
     ``dispersion`` is "binomial", "group", "pooled" (``pooled_dispersion`` over this table's groups,
     each group then tested with F(2, pooled df), or with chi-squared tests if the scale was floored)
     or a ``Dispersion``; see the module docstring for
     why small groups should not estimate their own scale. Rows whose group is empty or blank form
-    one more group, ``BLANK_GROUP``.
+    one more group, ``BLANK_GROUP``. ``floor=False``: the y are bounded scores, not counts, so an
+    estimated scale ("group" or "pooled") is not floored at 1.
     """
     _check_dispersion(dispersion, DISPERSIONS)
     groups = _groups(df, x_col, y_col, n_col, group_col, source)
     if dispersion == "pooled":
-        dispersion = _pooled(groups, x_col, y_col, n_col, source)
-    return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts, dispersion=dispersion)
+        dispersion = _pooled(groups, x_col, y_col, n_col, source, floor)
+    return [classify_trend(g[x_col], g[y_col], g[n_col], group=k, opts=opts, dispersion=dispersion, floor=floor)
             for k, g in groups]
 
 
