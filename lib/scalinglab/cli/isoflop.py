@@ -8,7 +8,15 @@ inside the command (the optima need it), never at the top, and torch never.
 
 from __future__ import annotations
 
-from scalinglab.cli.tables import check_resampling, need_column, parse_group_by, read_csv, select_rows, split_groups
+from scalinglab.cli.tables import (
+    check_level,
+    check_resampling,
+    need_column,
+    parse_group_by,
+    read_csv,
+    select_rows,
+    split_groups,
+)
 
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
 FLAGS = {"n": "n_col", "c": "budget_col", "loss": "loss_col"}  # role -> the argparse dest naming its column
@@ -46,6 +54,8 @@ def register(sub) -> None:
     p.add_argument("--noise", type=float, default=None, metavar="SD",
                    help="sd of the loss noise in the bootstrap (default: pooled residual sd of per-budget parabolas)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=float, default=0.95, metavar="L",
+                   help="level of the budgets' and the exponent's intervals (default 0.95)")
     p.add_argument("--group-by", metavar="COL,...",
                    help="fit each combination of these columns' values separately (e.g. source,experiment)")
     p.add_argument("--where", action="append", default=[], metavar="COND",
@@ -76,6 +86,7 @@ def _run(args) -> int:
     from scalinglab.serialization import dumps
 
     check_resampling(args)
+    check_level(args.level)
     if args.noise is not None and not args.noise > 0:  # also catches nan
         raise UserError(f"--noise must be a positive number, not {args.noise}")
     group_by = parse_group_by(args.group_by)
@@ -123,12 +134,13 @@ def _run(args) -> int:
             raise named(UserError(f"no budget has more than {MIN_POINTS} sizes to estimate the bootstrap's "
                                   "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
                         labels)
-        optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise)
-        fit = isoflop.fit_exponent(optima, weighted=True)
+        optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
+                                       level=args.level)
+        fit = isoflop.fit_exponent(optima, weighted=True, level=args.level)
         results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
 
     analysis = IsoflopAnalysis(
-        source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed,
+        source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed, level=args.level,
         noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap else None),
         where=args.where, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no interval) -> null

@@ -57,7 +57,7 @@ class IsoflopGroup:
                                 n_budgets=len(self.budgets), budgets=self.budgets, dropped=self.dropped,
                                 exponent=self.exponent))
 
-    def summary(self) -> str:
+    def summary(self, level: float = 0.95) -> str:
         res, lines = self.to_dict(), []
         head = f"[{group_text(res['group'])}] " if res["group"] else ""
         flagged = f" ({res['n_flagged']} flagged runs left out)" if res["n_flagged"] else ""
@@ -65,7 +65,7 @@ class IsoflopGroup:
         if not res["n_runs"]:
             lines.append("  nothing to fit: every run is flagged")
             return "\n".join(lines)
-        lines.append(f"  {'budget C':>10} {'sizes':>6} {'N_opt':>11}   95% interval")
+        lines.append(f"  {'budget C':>10} {'sizes':>6} {'N_opt':>11}   {level:.0%} interval")
         for b in res["budgets"]:
             if b["used"]:
                 iv = f"[{b['n_opt_lo']:.3g}, {b['n_opt_hi']:.3g}]" if b["n_opt_lo"] is not None else ""
@@ -76,7 +76,7 @@ class IsoflopGroup:
         if e["status"] != "ok":
             lines.append(f"  a: not fitted ({e['n_budgets']} usable budgets, needs 2); status {e['status']}")
             return "\n".join(lines)
-        ci = (f"95% interval [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"][0] is not None
+        ci = (f"{level:.0%} interval [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"][0] is not None
               else "no interval from 2 budgets")
         fit_kind = "WLS, weights 1/var(log N_opt)" if e["weighted"] else "unweighted least squares"
         lines.append(f"  a = {e['a']:.3f}, {ci}; N_opt = {e['coef']:.3g}·C^a; "
@@ -95,6 +95,7 @@ class IsoflopAnalysis:
     bootstrap: int
     seed: int
     noise: Any                      # the bootstrap's loss sd: a number, a description, or None
+    level: float = 0.95
     where: list = field(default_factory=list)
     drop_flagged: list = field(default_factory=list)
     group_by: list = field(default_factory=list)
@@ -102,8 +103,8 @@ class IsoflopAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(dict(source=self.source, columns=self.columns, method=self.method,
-                                bootstrap=self.bootstrap, seed=self.seed, noise=self.noise, where=self.where,
-                                drop_flagged=self.drop_flagged, group_by=self.group_by,
+                                bootstrap=self.bootstrap, seed=self.seed, noise=self.noise, level=self.level,
+                                where=self.where, drop_flagged=self.drop_flagged, group_by=self.group_by,
                                 groups=[g.to_dict() for g in self.groups]))
 
     def summary(self) -> str:
@@ -116,7 +117,7 @@ class IsoflopAnalysis:
             lines.append("rows: " + "; ".join([f"where {s}" for s in self.where]
                                               + [f"without rows flagged in {c}" for c in self.drop_flagged]))
         for g in self.groups:
-            lines += ["", g.summary()]
+            lines += ["", g.summary(self.level)]
         return "\n".join(lines)
 
 

@@ -263,13 +263,14 @@ def budget_optima(
     min_points: int = 3,
     window: int | None = None,
     replicates: str = "min",
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """One row per budget: its optimal size, with bootstrap uncertainty when ``n_boot > 0``.
 
     Columns: ``flops``, ``n_opt``, ``loss_opt``, ``n_points``, ``edge`` (optimum at
     the edge of the sampled sizes), ``n_opt_point`` (the noiseless estimate) and
     ``note`` (why a budget has no usable optimum, else ""). With a bootstrap also
-    ``n_opt_lo``/``n_opt_hi`` (2.5% and 97.5% quantiles), ``log_n_opt_sd`` and
+    ``n_opt_lo``/``n_opt_hi`` (the central ``level`` interval's quantiles), ``log_n_opt_sd`` and
     ``n_boot_valid``; ``n_opt`` and ``loss_opt`` are then bootstrap medians
     (Porian et al.'s ``bs_median_as_obs``), and a budget whose optimum falls on
     the edge in more than half the samples is marked edge too.
@@ -330,7 +331,7 @@ def budget_optima(
         # through the grid step; inflate by the share of samples lost to the edge.
         floor = min_sd_factor * grid_multiplier * (grid[1] - grid[0])
         sd = max(float(np.std(bx)), floor) * n_boot / ok.sum()
-        lo, hi = np.quantile(bx, [0.025, 0.975])
+        lo, hi = np.quantile(bx, [(1 - level) / 2, (1 + level) / 2])
         row.update(n_opt=float(np.exp(np.median(bx))), loss_opt=float(np.exp(np.median(by))),
                    n_opt_lo=float(np.exp(lo)), n_opt_hi=float(np.exp(hi)), log_n_opt_sd=sd)
     return pd.DataFrame(rows)
