@@ -185,6 +185,18 @@ class Predictions:
         q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
         return {k: tuple(float(x) for x in np.percentile(v, q)) for k, v in stats.items()}
 
+    def rel_error_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The interval as relative errors, (lower/actual − 1, upper/actual − 1): the range of
+        ``rel_error`` the bootstrap allows for each row (NaN without a bootstrap)."""
+        return self.lower / self.actual - 1.0, self.upper / self.actual - 1.0
+
+    def median_relative_width(self) -> float:
+        """The median over rows of (upper − lower)/predicted: how wide the intervals are, as a share of the
+        prediction (NaN without a bootstrap)."""
+        if not self.has_interval:
+            return float("nan")
+        return float(np.median((self.upper - self.lower) / self.predicted))
+
     @property
     def has_interval(self) -> bool:
         return bool(np.isfinite(self.lower).any())

@@ -247,3 +247,27 @@ def synthetic_runs(law: F.ScalingLaw, N, D, log_residuals, seed: int = 0) -> np.
     if not (N.shape == D.shape == r.shape):
         raise UserError(f"need one residual per run: {r.size} residuals for {N.size} runs")
     return law.loss(N, D) * np.exp(np.random.default_rng(seed).permutation(r))
+
+
+def allocation(laws: Mapping[str, F.ScalingLaw], budget: float, n_ref: float) -> dict[str, dict[str, Any]]:
+    """Per named law: its parameters (``to_dict`` where it has one, else ``params``), N_opt at ``budget``
+    and that N_opt as a ratio to ``n_ref`` (a reference law's N_opt at the same budget)."""
+    out = {}
+    for name, law in laws.items():
+        n = float(law.n_opt(budget))
+        base = law.to_dict() if hasattr(law, "to_dict") else {**law.params(), "a": float(law.a)}
+        out[name] = {**base, "n_opt": n, "n_opt_ratio": n / float(n_ref)}
+    return out
+
+
+def excludes(fits: SubsetFits, value: float, variant: str = "free", key: str = "a") -> dict[int, float]:
+    """Per bootstrapped size: the share of ``variant``'s bootstrapped fits whose interval of ``key``
+    excludes ``value`` (e.g. whether a free fit's interval of a rules out the tie's 0.5), over the
+    fits that have an interval; NaN where none has."""
+    return {size: 1.0 - covers(fits.intervals(variant, size, key), value)[0] for size in fits.boot_sizes}
+
+
+def flagged(fits: SubsetFits) -> list[dict[str, Any]]:
+    """The records of fits that ran but did not converge (at a bound, max_iter, unidentified), in order:
+    kept in every summary number, so worth naming."""
+    return [r for r in fits.records if r["status"] not in ("refused", "converged")]

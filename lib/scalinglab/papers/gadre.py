@@ -252,3 +252,66 @@ def predict(law: OvertrainingLaw, table, rows=None, n_col: str = "N", d_col: str
     nan = np.full(len(N), np.nan)
     return H.Predictions(rows=picked, N=N, D=D, actual=L, predicted=np.asarray(law.loss(N, D), float),
                          lower=nan, upper=nan, level=float("nan"))
+
+
+# --- which difference carries the gap: their procedure, their form, their training runs ------------------
+
+GADRE_FIT = "Gadre: curve_fit, α = β"
+
+
+def compare_procedures(table, training_sets, targets, n_col: str = "N", d_col: str | None = "D",
+                       loss_col: str = "loss", *, hoffmann: dict[str, F.FitOptions] | None = None,
+                       n_boot: int = 0, seed: int = 0) -> list[dict[str, Any]]:
+    """Each training set fitted by each procedure, and each fit's error on each target run.
+
+    ``training_sets``: name → a boolean mask over the table's rows (the runs to fit); ``targets``:
+    name → a mask picking one run each. The fits are Gadre et al.'s (``fit_overtraining_law``, named
+    ``GADRE_FIT``, never bootstrapped) and one Hoffmann fit (``fit_arrays``: log-space Huber, Hoffmann's
+    grid) per entry of ``hoffmann`` (name → ``FitOptions``), bootstrapped over its training runs with
+    ``n_boot`` resamples. One dict per (set, fit), in that order: ``training set``, ``runs``, ``fit``,
+    then E, alpha, beta and ``status``, ``"{target} %"`` (the signed error (predicted − actual)/actual,
+    in percent) and ``"{target} 95%"`` ([lo, hi] of that error from the bootstrap, NaN without one).
+    A fit the set is too small for is a finding, not a crash: its row has status "not fitted" and the
+    refusal in ``note``."""
+    fits = {GADRE_FIT: None, **(hoffmann or {})}
+    for name, t in targets.items():
+        if np.asarray(t, bool).sum() != 1:
+            raise UserError(f"target {name!r} must pick one run, not {np.asarray(t, bool).sum()}")
+    rows = []
+    for set_name, train in training_sets.items():
+        picked = np.flatnonzero(np.asarray(train, bool))
+        for fit_name, options in fits.items():
+            row: dict[str, Any] = {"training set": set_name, "runs": len(picked), "fit": fit_name}
+            try:
+                if options is None:
+                    law = fit_overtraining_law(table, n_col, d_col, loss_col, rows=train)
+                    preds = {k: predict(law, table, t, n_col, d_col, loss_col) for k, t in targets.items()}
+                else:
+                    N, D, L, names = H.runs_at(table, picked, n_col, d_col, loss_col)
+                    law = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, names=names)
+                    preds = {k: H.predict(law, *H.runs_at(table, np.flatnonzero(t), n_col, d_col, loss_col)[:3])
+                             for k, t in targets.items()}
+            except UserError as exc:
+                rows.append({**row, "status": "not fitted", "note": str(exc)})
+                continue
+            row.update(E=float(law.E), alpha=float(law.alpha), beta=float(law.beta), status=law.status)
+            for k, p in preds.items():
+                lo, hi = p.rel_error_bounds()
+                row[f"{k} %"] = 100 * p.rel_error.item()
+                row[f"{k} 95%"] = [100 * lo.item(), 100 * hi.item()]
+            rows.append(row)
+    return rows
+
+
+def errors_by_kind(N, M, rel_error, *, large: float = 1e9, m_over: float = 1.5) -> dict[str, Any]:
+    """Held-out errors split into the two kinds a fit on small runs at M ≤ 1 is asked to predict.
+
+    ``over_trained`` (M > ``m_over``): how many, their mean signed error and whether every one is below
+    its actual loss; ``large_at_m1`` (N > ``large`` and M ≤ ``m_over``): each such run's error, keyed by
+    its size in billions ("1.4B"). M is the token multiplier D/(20N); errors are (predicted − actual)/actual."""
+    N, M, err = (np.asarray(x, float).ravel() for x in (N, M, rel_error))
+    over, big = M > m_over, (N > large) & (M <= m_over)
+    return {"over_trained": {"n": int(over.sum()),
+                             "mean_rel_error": float(err[over].mean()) if over.any() else float("nan"),
+                             "all_below": bool(over.any() and (err[over] < 0).all())},
+            "large_at_m1": {f"{n / 1e9:.1f}B": float(e) for n, e in zip(N[big], err[big])}}
