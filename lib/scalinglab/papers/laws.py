@@ -49,6 +49,14 @@ class KaplanLaw:
     def loss_d(self, d):
         return (self.d_c / np.asarray(d, float)) ** self.alpha_d
 
+    def loss_n_joint(self, n):
+        """L(N) as D → ∞ *of Eq. 1.5*: (N_c/N)^α_N with Table 2's constants.
+
+        Eq. 1.1's separate fit (:meth:`loss_n`) has a larger N_c, so it lies above the joint law at every
+        N and the joint L(N, D) at large D falls below it; the finite-data curves approach this limit
+        from above, which is the curve to draw beside them."""
+        return (self.joint_n_c / np.asarray(n, float)) ** self.joint_alpha_n
+
     def loss(self, n, d):
         """The joint L(N, D) of Eq. 1.5 with Table 2's constants."""
         n, d = np.asarray(n, float), np.asarray(d, float)

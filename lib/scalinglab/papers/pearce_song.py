@@ -322,3 +322,72 @@ def with_kaplan_params(table: pd.DataFrame, arch_col: str = "arch") -> pd.DataFr
         raise DataError(f"arch {row[arch_col]}: params − params_no_embed = {gap}, "
                         f"not {OPENLM_VOCAB} × its width {int(width[bad].iloc[0])}")
     return table.assign(d_model=width, params_kaplan=no_embed - OPENLM_VOCAB * width)
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+def format_ci(x: float, ci, places: int = 2, sign: bool = False) -> str:
+    """``x [lo, hi]`` at ``places`` decimals (with a sign if ``sign``): one cell of :func:`shift_table`."""
+    f = f"{{:{'+' if sign else ''}.{places}f}}"
+    return f"{f.format(x)} [{f.format(ci[0])}, {f.format(ci[1])}]"
+
+
+def shift_table(measured: dict, simulated: dict | None = None, gaps: dict | None = None, places: int = 2,
+                index: tuple[str, ...] = (), exponents: bool = True) -> pd.DataFrame:
+    """Counting shifts as a printable table, one row per key of ``measured`` (a tuple key becomes a
+    MultiIndex named ``index``).
+
+    Columns: a under total N and under the counting (unless not ``exponents``), the shift, each with its interval; with
+    ``simulated`` (the same keys: :func:`on_law` on the same runs) the simulated shift, and with
+    ``gaps`` (:func:`shift_difference` of the two) measured − simulated; "E = 0" the share of the
+    counted fit's resamples with E on its floor, where the shift is an Approach-3 one; and the status.
+    """
+    rows = []
+    for key, s in measured.items():
+        row = {"a total N": format_ci(s.total, s.total_ci, places),
+               "a counted": format_ci(s.kaplan, s.kaplan_ci, places)} if exponents else {}
+        row["shift"] = format_ci(s.shift, s.shift_ci, places, sign=True)
+        if simulated is not None:
+            row["simulated shift"] = format_ci(simulated[key].shift, simulated[key].shift_ci, places, sign=True)
+        if gaps is not None:
+            row["measured − sim."] = format_ci(gaps[key].difference, gaps[key].ci, places, sign=True)
+        if not np.isnan(s.floor_share[1]):
+            row["E = 0"] = f"{s.floor_share[1]:.0%}"
+        row["status"] = s.status
+        rows.append(row)
+    keys = list(measured)
+    if keys and isinstance(keys[0], tuple):
+        idx = pd.MultiIndex.from_tuples(keys, names=list(index) or None)
+    else:
+        idx = pd.Index(keys, name=index[0] if index else None)
+    return pd.DataFrame(rows, index=idx)
+
+
+def e_profile_table(profiles: dict[str, pd.DataFrame], total_a: dict[str, float]) -> pd.DataFrame:
+    """:func:`e_profile` results side by side, one column pair per name: a with its shift from
+    ``total_a[name]`` (the total-N fit's a), and the objective relative to that profile's lowest.
+    Rows are the held E values, then "free"."""
+    cols = {}
+    for name, p in profiles.items():
+        best = p["objective"].min()
+        index = pd.Index([f"{e:.1f}" if h else "free" for e, h in zip(p["E"], p["held"])], name="E")
+        cols[name] = pd.DataFrame({"a (shift)": [f"{a:.2f} ({a - total_a[name]:+.2f})" for a in p["a"]],
+                                   "objective": [f"{o / best - 1:+.0%}" for o in p["objective"]]}, index=index)
+    return pd.concat(cols, axis=1)
+
+
+
+def shift_summary(s: CountingShift) -> dict:
+    """What notebook 02's summary.json keeps of a :class:`CountingShift` (Approach 3 adds the held E and the
+    shares of resamples with E at 0)."""
+    out = {"total": s.total, "total_ci": list(s.total_ci), "counted": s.kaplan, "counted_ci": list(s.kaplan_ci),
+           "shift": s.shift, "shift_ci": list(s.shift_ci), "n_paired": s.n_paired, "status": s.status,
+           "embedding_share_first_last": list(s.embedding_share), "shift_percentile": s.shift_percentile}
+    if s.resampling and s.resampling[0] == "rows":
+        out.update(kaplan_e_held=s.kaplan_e, e_at_zero_share_total_counted=list(s.floor_share))
+    return out
+
+
+def gap_summary(g: ShiftDifference) -> dict:
+    """What notebook 02's summary.json keeps of a :class:`ShiftDifference`."""
+    return {"difference": g.difference, "ci": list(g.ci), "n_paired": g.n_paired}
