@@ -7,6 +7,8 @@ The start stays fast: numpy and the fit itself, no pandas or scipy for a CSV
 from __future__ import annotations
 
 DEFAULT_COLS = {"n": "N", "d": "D", "loss": "loss"}
+# The exit status when --compute was asked for and the fit cannot support an allocation (none is printed).
+UNUSABLE = 3
 
 
 def register(sub) -> None:
@@ -47,7 +49,9 @@ def register(sub) -> None:
                             "columns and compare with their losses")
     p.add_argument("--compute", action="append", type=float, metavar="C",
                    help="also say what to train at compute budget C (FLOP): N_opt, D_opt, tokens per parameter "
-                        "and the loss there, with intervals when bootstrapped; repeat for several budgets")
+                        "and the loss there, with intervals when bootstrapped; repeat for several budgets. A fit "
+                        "that did not converge (e.g. at_bound) or whose every bootstrap resample failed gives no "
+                        "allocation: it says why and exits with status 3")
     p.add_argument("--fix", action="append", metavar="NAME=VALUE",
                    help="hold a parameter at a value instead of fitting it, e.g. E=1.69 or alpha=0.34 (NAME one "
                         "of E, A, B, alpha, beta, any case); repeat for several. Each fixed parameter lowers the "
@@ -197,8 +201,15 @@ def _run(args) -> int:
             check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows)
         except UserError as exc:
             raise UserError(f"{args.predict}: {exc}") from None
+    if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
+        raise UserError(f"{label}: --c-col {c_col}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
+                        f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the column "
+                        "must hold each run's training compute in FLOP")
     predictions = getattr(check, "heldout", check)
     allocation = F.compute_optimal(res, args.compute) if args.compute else None
+    unusable = _allocation_problem(res, allocation) if allocation else None
+    if unusable:
+        allocation = None
     if args.plot:
         from scalinglab.fitting.plot import save_fit_figure
 
@@ -217,6 +228,9 @@ def _run(args) -> int:
             out["predict"] = {"source": args.predict, **predictions.to_dict()}
         if allocation:
             out["compute_optimal"] = allocation
+        elif unusable:
+            out["compute_optimal"] = None
+            out["compute_optimal_unusable"] = unusable
         # NaN (an SE from under two replicates) becomes null: bare NaN is not JSON.
         print(dumps(out))
     else:
@@ -224,6 +238,9 @@ def _run(args) -> int:
         if allocation:
             print()
             print(F.allocation_summary(allocation))
+        elif unusable:
+            print()
+            print(f"compute-optimal allocation: none, the fit cannot support one ({unusable}); exit status {UNUSABLE}")
         if predictions is not None:
             what = (f"held out ({' or '.join(args.holdout)})" if args.holdout else f"predicted from {check_label}")
             print()
@@ -231,4 +248,22 @@ def _run(args) -> int:
         if args.plot:
             print()
             print(f"plot written to {args.plot}")
-    return 0
+    return UNUSABLE if unusable else 0
+
+
+def _allocation_problem(res, allocation) -> str | None:
+    """Why the fit cannot give a compute-optimal allocation, or None when it can: a fit that did not converge
+    (a parameter at a bound, a term that vanished, the iteration limit), a bootstrap whose every resample
+    failed, or an allocation that is not a finite positive N and D."""
+    import math
+
+    if res.status != "converged":
+        bound = f" ({', '.join(res.at_bound)} at a bound)" if getattr(res, "at_bound", ()) else ""
+        return f"fit status {res.status}{bound}"
+    bs = res.bootstrap
+    if bs is not None and bs.n_boot and not len(bs.samples):
+        return f"all {bs.n_boot} bootstrap resamples failed"
+    for row in allocation:
+        if not all(math.isfinite(row[k]) and row[k] > 0 for k in ("n_opt", "d_opt")):
+            return f"N_opt {row['n_opt']:.3g}, D_opt {row['d_opt']:.3g} at C = {row['C']:.3g}"
+    return None

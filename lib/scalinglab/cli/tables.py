@@ -45,13 +45,27 @@ def read_csv(path: str):
     from scalinglab.errors import UserError
 
     try:
-        return pd.read_csv(path)
+        df = pd.read_csv(path)
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     except pd.errors.EmptyDataError:
         raise UserError(f"{path} is empty: expected a header row and one row per run") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    # pandas renames a repeated name ("N", "N.1") and the first would be used unseen: refuse, as `fit` does.
+    dup = _repeated_name(path)
+    if dup is not None:
+        raise UserError(f"{path}: the header names column {dup!r} twice")
+    return df
+
+
+def _repeated_name(path: str) -> str | None:
+    """The first column name the CSV's header repeats (names stripped, as `fit` reads them), or None."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        header = [h.strip() for h in next(csv.reader(fh), [])]
+    return next((h for i, h in enumerate(header) if h in header[:i]), None)
 
 
 def need_column(df, col: str, label: str, what: str) -> None:

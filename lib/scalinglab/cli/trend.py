@@ -9,6 +9,7 @@ DISPERSIONS = ("binomial", "group", "pooled")
 ADJUSTMENTS = ("fdr_bh", "holm", "none")
 # CLI role -> the registry role that names its column for a --dataset.
 ROLES = {"x": "x", "y": "y", "count": "count", "group": "group"}
+NAMES = {"x": "scale x", "y": "accuracy", "count": "count of examples"}
 
 
 def register(sub) -> None:
@@ -61,6 +62,8 @@ def _source(args):
 
         return data.load(args.dataset), data.get(args.dataset).roles, args.dataset
     path = Path(args.csv)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a CSV file")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
@@ -88,6 +91,7 @@ def _trend(args) -> int:
         cols[role] = value
     if args.where:
         df, _ = select_rows(df, args.where, [], label)
+    _check_values(df, cols, label, from_file=not args.dataset)
     try:
         report = trend_report(df, cols["x"], cols["y"], cols["count"], cols["group"], TrendOptions(alpha=args.alpha),
                               source=label, dispersion=args.dispersion, adjust=args.adjust)
@@ -96,3 +100,37 @@ def _trend(args) -> int:
         raise UserError(msg if msg.startswith(label) else f"{label}: {msg}") from None
     print(dumps(report.records()) if args.json else report.summary())  # NaN (untestable groups) -> null
     return 0
+
+
+def _check_values(df, cols: dict, label: str, from_file: bool) -> None:
+    """Refuse, naming the column and the row, a value the test cannot use: not a number, blank, NaN or
+    infinite in x, y or count (the fit would otherwise drop the row unseen, shrinking the group and changing
+    its p-values), or a count of examples that is not a whole number. Rows are named by the file's line
+    (header = line 1) for a CSV, by position (first row = 1) for a registered dataset."""
+    import numpy as np
+    import pandas as pd
+
+    from scalinglab.errors import UserError
+
+    def where(pos: int) -> str:
+        return f"line {pos + 2}" if from_file else f"row {pos + 1}"
+
+    for role in ("x", "y", "count"):
+        col = cols[role]
+        if col not in df.columns:
+            continue  # trend_report names the missing column
+        raw = df[col]
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        for pos in np.flatnonzero(~np.isfinite(values)):
+            cell = raw.iloc[pos]
+            if not pd.isna(cell) and np.isnan(values[pos]):
+                raise UserError(f"{label}: column {col!r} is not numeric ({where(pos)}: {str(cell).strip()!r})")
+            what = "is blank or NaN" if pd.isna(cell) else f"{cell} is infinite"
+            raise UserError(f"{label}: column {col!r}, {where(pos)}: {what}; every row needs a finite "
+                            f"{NAMES[role]} (remove the row; none is dropped unseen)")
+        if role == "count":
+            frac = np.flatnonzero(values != np.round(values))
+            if frac.size:
+                pos = frac[0]
+                raise UserError(f"{label}: column {col!r}, {where(pos)}: {values[pos]:g} is not a whole number; "
+                                "the count column is the number of examples behind each accuracy")

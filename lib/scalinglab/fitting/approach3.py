@@ -409,6 +409,8 @@ def keep_below_highest(L, k: int) -> np.ndarray:
     L = np.asarray(L, float)
     if k < 0:
         raise UserError(f"--drop-highest must be >= 0, not {k}")
+    if not len(L):
+        raise UserError("no runs to fit (the table has a header and no rows)")
     if k >= len(L):
         raise UserError(f"cannot drop the {k} highest losses of {len(L)} rows")
     keep = np.ones(len(L), bool)

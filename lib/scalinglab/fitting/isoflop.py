@@ -309,6 +309,9 @@ def budget_optima(
         if len(g) < min_points:
             row["note"] = f"only {len(g)} sizes (needs {min_points})"
             continue
+        if np.ptp(loss) <= 1e-12 * np.abs(loss).max():  # flat: any size is "optimal", so none is
+            row["note"] = "losses all equal: no minimum"
+            continue
         grid = _grid(log_n, grid_multiplier)
         x, y, edge = _minimise(log_n, np.log(loss), method, grid)
         row.update(n_opt_point=float(np.exp(x[0])), n_opt=float(np.exp(x[0])), loss_opt=float(np.exp(y[0])),

@@ -125,7 +125,7 @@ def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | No
     points = isoflop_points(db_path) if points is None else points
     usable = _usable_budgets(points)
     if len(usable) < 3:
-        return f"{len(usable)} budget(s) with at least 4 finished sizes (needs 3)"
+        return f"{len(usable)} budget(s) with at least 4 finished sizes; the fit needs 3 such budgets"
     # replicates (runs that differ only in their seed) are averaged, and their spread is the bootstrap's noise
     optima = budget_optima(points[points["flops"].isin(usable)], "n", "flops", "loss", method=method,
                            n_boot=n_boot, window=window, replicates="mean", noise=noise)
