@@ -130,22 +130,32 @@ def test_two_processes_share_one_sweep_and_train_every_run_once(cache, tmp_path)
 def test_a_sigkilled_claimants_run_is_taken_over_after_its_lease(cache, tmp_path, monkeypatch):
     db = tmp_path / "h.db"
     env = dict(os.environ, SCALINGLAB_CACHE=str(cache), SCALINGLAB_SWEEP_LEASE_S="3")
-    proc = subprocess.Popen(_sweep_cmd(db), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    held = None
-    deadline = time.time() + 120
-    while time.time() < deadline and held is None:
-        try:
-            rows = _rows(db, "run_id, status, owner, lease_until")
-        except sqlite3.OperationalError:  # tables not there yet, or the column not yet added
-            rows = {}
-        if sum(r[0] == "finished" for r in rows.values()) >= 2:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            rows = _rows(db, "run_id, status, owner, lease_until")
-            held = {k: r for k, r in rows.items() if r[0] != "finished" and r[1]}
-        time.sleep(0.02)
-    proc.kill()
-    proc.wait()
+    # Kill a claimant while it holds a run. The kill can still land in the instant between one run's end and
+    # the next claim (most likely on a loaded machine); then nothing is held, and a new claimant takes over
+    # the same database and is killed in turn (SIGKILL releases nothing, so the earlier state stays).
+    held, proc = {}, None
+    for _attempt in range(5):
+        proc = subprocess.Popen(_sweep_cmd(db), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        killed = False
+        while time.time() < deadline and not killed:
+            try:
+                rows = _rows(db, "run_id, status, owner, lease_until")
+            except sqlite3.OperationalError:  # tables not there yet, or the column not yet added
+                rows = {}
+            holding = [k for k, r in rows.items() if r[0] != "finished" and r[1]]
+            if sum(r[0] == "finished" for r in rows.values()) >= 2 and holding:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                killed = True
+                rows = _rows(db, "run_id, status, owner, lease_until")
+                held = {k: r for k, r in rows.items() if r[0] != "finished" and r[1]}
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+        if held:
+            break
+        time.sleep(3.5)  # let any lease of the killed process run out before the next claimant starts
     assert held and len(held) == 1, "the kill must land while the claimant holds a run"
     (run_id, (_, dead_owner, lease_until)), = held.items()
     assert int(dead_owner.split(":")[1]) == proc.pid
