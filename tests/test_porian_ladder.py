@@ -2,7 +2,9 @@
 
 import json
 import math
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.cli import main
@@ -90,3 +92,17 @@ def test_the_uniform_loss_rule_drops_points_and_thin_budgets():
 def test_cli_ladder_report_needs_a_folder(capsys):
     assert main(["ladder-report", "--dir", "/nonexistent/ladder"]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_the_committed_ladder_reads(mirror):
+    """data/sweeps/ladder (a snapshot of the CPU ladder, PROVENANCE.md): every step with a database gives an
+    exponent or a stated reason, and the dropped points are counted under the stated rule."""
+    folder = Path(__file__).resolve().parents[1] / "data" / "sweeps" / "ladder"
+    if not any(folder.glob("ladder*.db")):
+        pytest.skip("no ladder databases committed")
+    rep = L.ladder_report(folder, n_boot=50)
+    for s in rep.steps:
+        if (folder / f"{s.preset}.db").is_file():
+            assert (s.fit is not None and np.isfinite(s.fit.a)) or s.reason
+            assert s.dropped["loss_ceiling"] == pytest.approx(0.95 * math.log(512))
+    assert json.dumps(rep.to_dict())
