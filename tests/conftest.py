@@ -25,3 +25,19 @@ def mirror_or_skip() -> Path:
 @pytest.fixture
 def mirror() -> Path:
     return mirror_or_skip()
+
+
+@pytest.fixture(scope="session")
+def smoke_cache(tmp_path_factory):
+    """One token cache for the whole run: the smoke tokenizer is trained once, not per test or module."""
+    return tmp_path_factory.mktemp("sweep-cache")
+
+
+@pytest.fixture
+def cache(smoke_cache, monkeypatch, mirror):
+    """The smoke sweep profile's tokens, in the shared cache (the sweep tests train on them)."""
+    from scalinglab.training import sweep
+
+    monkeypatch.setenv("SCALINGLAB_CACHE", str(smoke_cache))
+    sweep.load_tokens(sweep.get_profile("smoke"))
+    return smoke_cache

@@ -19,19 +19,6 @@ from scalinglab.training import sweep
 from scalinglab.training.model import GPTConfig
 
 
-@pytest.fixture(scope="module")
-def smoke_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("sweep-cache")
-
-
-@pytest.fixture
-def cache(smoke_cache, monkeypatch, mirror):
-    """One token cache for the module: the smoke tokenizer is trained once, not per test."""
-    monkeypatch.setenv("SCALINGLAB_CACHE", str(smoke_cache))
-    sweep.load_tokens(sweep.get_profile("smoke"))
-    return smoke_cache
-
-
 def test_plans_follow_the_presets():
     prof = sweep.get_profile("cpu")
     kaplan = sweep.plan("kaplan", prof, vocab_size=1024)
