@@ -7,8 +7,8 @@ import json
 
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
-PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4")
-PROFILES = ("smoke", "cpu", "cpu-ladder", "gpu-quick", "gpu")
+PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal")
+PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "gpu-quick", "gpu")
 
 
 def register(sub) -> None:
@@ -19,7 +19,9 @@ def register(sub) -> None:
                         "hoffmann: N with the head, short warmup, cosine to budget, scaled LR/batch/beta2; "
                         "ladder0/2/3/4: Porian et al.'s ladder, one change per step (profile cpu-ladder): "
                         "0 = kaplan, 2 = + N with the head and a short warmup, 3 = + cosine to each budget, "
-                        "4 = + per-size LR/batch/beta2 (= hoffmann)")
+                        "4 = + per-size LR/batch/beta2 (= hoffmann); "
+                        "optimal: not a sweep but a family of models, each shape once at ~20 tokens per parameter "
+                        "(profile cpu-inverse: the inverse-scaling ladder)")
     p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="the grid's size, from smoke (seconds, CI) to gpu (hours); see scalinglab.training.sweep")
     p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
@@ -33,6 +35,9 @@ def register(sub) -> None:
                    help="train every run with this many seeds (replicates measure seed-to-seed noise; "
                         "raising it on a finished database trains only the new seeds)")
     p.add_argument("--json", action="store_true", help="print the report as JSON when done")
+    p.add_argument("--export", metavar="FOLDER", default=None,
+                   help="when done, write the finished models there: float16 weights, the tokenizer and a "
+                        "manifest with sha256 (small enough to commit; read by inverse-eval)")
     p.set_defaults(func=_sweep)
 
     r = sub.add_parser("sweep-report", help="planned and finished runs and the compute-optimal exponent of a sweep")
@@ -63,6 +68,12 @@ def _sweep(args) -> int:
     sweep.run_sweep(args.preset, args.profile, args.db, launcher=args.launcher, max_runs=args.max_runs,
                     workers=args.workers, seeds=args.seeds,
                     executor=None if args.executor == "auto" else args.executor)
+    if args.export:
+        from scalinglab.training.sweep.export import export_models
+
+        manifest = export_models(args.db, args.export)
+        size = sum(m["bytes"] for m in manifest["models"])
+        print(f"exported {len(manifest['models'])} models ({size / 1e6:.1f} MB in float16) to {args.export}")
     _print_report(sweep.report(args.db), args.json)
     return 0
 

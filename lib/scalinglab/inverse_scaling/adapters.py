@@ -110,12 +110,14 @@ class GPTCheckpointLM(CausalLM):
         return [(k[rows], v[rows]) for k, v in past]
 
 
-def _checkpoint_tokenizer(meta: dict, vocab_size: int, tokenizer=None):
+def _checkpoint_tokenizer(meta: dict, vocab_size: int, tokenizer=None, folder: Path | None = None):
     if tokenizer is not None:
         return tokenizer
-    from scalinglab.training.tokenizer import get_tokenizer
+    from scalinglab.training.tokenizer import bpe_from_file, get_tokenizer
 
     spec = meta.get("tokenizer") or ("gpt2" if vocab_size == 50257 else None)
+    if folder is not None and (folder / "tokenizer.json").is_file():  # an exported model folder carries its own
+        return bpe_from_file(folder / "tokenizer.json", spec if isinstance(spec, str) else "tokenizer.json")
     if spec is None:
         raise UserError(f"the checkpoint's meta names no tokenizer and its vocabulary ({vocab_size}) is not GPT-2's")
     return get_tokenizer(spec if isinstance(spec, str) else spec["name"])
@@ -134,7 +136,7 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
     except (KeyError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # EOF: an empty file
         why = (str(exc).splitlines() or [type(exc).__name__])[0]  # torch's messages run over several lines
         raise UserError(f"{path}: not a scalinglab GPT checkpoint ({why})") from None
-    tok = _checkpoint_tokenizer(meta, model.config.vocab_size, tokenizer)
+    tok = _checkpoint_tokenizer(meta, model.config.vocab_size, tokenizer, folder=path.parent)
     return GPTCheckpointLM(model, tok, name=name or path.stem, meta=meta)
 
 

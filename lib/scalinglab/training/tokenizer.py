@@ -75,16 +75,13 @@ def _gpt2() -> Tokenizer:
 def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
     """A byte-level BPE trained on the corpus' first ``train_bytes`` of training text, cached as JSON."""
     from tokenizers import ByteLevelBPETokenizer
-    from tokenizers import Tokenizer as HFTokenizer
 
     from scalinglab.data import cache_root
     from scalinglab.training import corpus
 
     name = f"bpe{vocab_size}-t{train_bytes}"
     path = cache_root() / "tokenizers" / f"{corpus.CORPUS}-{name}.json"
-    if path.is_file():
-        hf = HFTokenizer.from_file(str(path))
-    else:
+    if not path.is_file():
         bpe = ByteLevelBPETokenizer()
         texts = (b["text"] for b in corpus.books("train", max_bytes=train_bytes))  # streamed, book by book
         bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=[EOT],
@@ -93,7 +90,17 @@ def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         bpe.save(str(tmp))
         os.replace(tmp, path)
+    return bpe_from_file(path, name)
+
+
+def bpe_from_file(path: Path | str, name: str) -> Tokenizer:
+    """A BPE tokenizer saved as JSON (the cache's, or ``tokenizer.json`` of an exported model folder)."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    try:
         hf = HFTokenizer.from_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - the Rust side raises a bare Exception for any unreadable file
+        raise UserError(f"{path}: not a tokenizer file ({str(exc).splitlines()[0][:200] if str(exc) else exc})") from None
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return [e.ids for e in hf.encode_batch(texts)]

@@ -27,8 +27,12 @@ LADDER = {
     "ladder3": ("standard", "short", "cosine", False),         # + cosine decay matched to each budget
     "ladder4": ("standard", "short", "cosine", True),          # + per-size lr, batch and beta2
 }
-PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER}
-PRESETS = ("kaplan", "hoffmann", *LADDER)
+# A family of models for evaluation (issue 14's inverse-scaling ladder), not a scaling sweep: each shape trained
+# once, to about compute-optimal length (Profile.optimal_tokens_per_param tokens per standard-count parameter),
+# with a cosine decayed to that length, a short warmup and a per-size learning rate (Profile.optimal_lr_at_64).
+PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER,
+                 "optimal": ("standard", "short", "cosine", True)}
+PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal")
 # Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points.
 NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
 # The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
@@ -85,6 +89,11 @@ class Profile:
     compile: bool | None = None                            # torch.compile (None: on CUDA)
     seed: int = 0
     shapes_by_preset: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # preset optimal: tokens per (standard-count) parameter, and the learning rate lr_at_64 * 64 / width, capped
+    # at max_lr (Adam's best rate for these small GPTs falls about as 1/width: the cpu profile's probe found
+    # >= 1e-2 at width 16-24 and ~3e-3 at 32x2 and above)
+    optimal_tokens_per_param: float = 20.0
+    optimal_lr_at_64: float = 3e-3
 
     def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
         return self.shapes_by_preset.get(preset, self.shapes)
@@ -98,7 +107,7 @@ PROFILES: dict[str, Profile] = {
         budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9), ladder0=(2e8, 4e8, 8e8, 1.6e9),
                      ladder2=(6e8, 1.2e9, 2.4e9), ladder3=(6e8, 1.2e9, 2.4e9), ladder4=(6e8, 1.2e9, 2.4e9)),
         train_bytes=600_000, val_bytes=100_000, eval_tokens=2_048, kaplan_warmup_tokens=8_192, n_ref=2e4,
-        kaplan_max_tokens=40_000,
+        kaplan_max_tokens=40_000, shapes_by_preset=dict(optimal=((8, 1), (16, 1))),  # the 2-model smoke ladder
     ),
     # The committed CPU sweep (data/sweeps/): ~40 min on one core.
     "cpu": Profile(
@@ -127,6 +136,16 @@ PROFILES: dict[str, Profile] = {
                      **{p: tuple(2e10 * 10 ** (k / 3) for k in range(7)) for p in ("ladder2", "ladder3", "ladder4")}),
         tokens_per_param=(2, 500), train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536,
         kaplan_warmup_tokens=200_000, kaplan_max_tokens=14_000_000, hoffmann_lr=3.5e-3, lr_power=-0.75,
+    ),
+    # The inverse-scaling ladder (issue 14, preset optimal): 5 GPTs, each trained once at 20 tokens per parameter,
+    # ~1.2 h on 2 cores (one run per core). An 8k BPE, so the models spell English words (the prize tasks'
+    # prompts and the corpus probes are scored as text); its head (8192·width) is most of N_std at these widths,
+    # so N_std spans 0.67 decades (134k-624k) while the transformer blocks (N_ne, Kaplan's count) span 1.5
+    # (3.3k-100k). 60 MB of text are ~14M tokens: the largest model's 12.5M tokens see no text twice.
+    "cpu-inverse": Profile(
+        name="cpu-inverse", tokenizer="bpe8192-t20000000", seq_len=128, batch_size=16,
+        shapes=((16, 1), (24, 1), (32, 1), (48, 2), (64, 2)), budgets={},
+        train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
@@ -252,7 +271,7 @@ def plan(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -
 def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]:
     from scalinglab.accounting.decoder import step_at
 
-    budgets = tuple(sorted(prof.budgets[preset]))
+    budgets = tuple(sorted(prof.budgets.get(preset, ())))
     runs = []
     for width, depth in prof.shapes_for(preset):
         counts = count_params(width, depth, vocab_size, seq_len=prof.seq_len)
@@ -284,10 +303,16 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
         if tuned:
             lr = min(prof.hoffmann_lr * (n / prof.n_ref) ** prof.lr_power, prof.max_lr)
         lo, hi = prof.tokens_per_param
-        for c in budgets:
-            if not lo <= c / (6 * n * n) <= hi:
+        shape_budgets = budgets
+        if preset == "optimal":  # one budget per shape: its compute-optimal length
+            lr = min(prof.optimal_lr_at_64 * 64 / width, prof.max_lr)
+            shape_budgets = (6.0 * n * math.ceil(prof.optimal_tokens_per_param * n),)
+        for c in shape_budgets:
+            if preset != "optimal" and not lo <= c / (6 * n * n) <= hi:
                 continue
-            if tuned:
+            if preset == "optimal":
+                batch, beta2 = prof.batch_size, 0.99
+            elif tuned:
                 batch, beta2 = _hoffmann_batch(prof, n, c / (6 * n)), 0.99
             else:  # step 3: step 0's lr, batch and beta2 for every size; a run too short for them is left out
                 lr, batch, beta2 = prof.kaplan_lr, prof.batch_size, 0.95
@@ -299,6 +324,8 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
             # and they never stand for a budget, so the isoFLOP analysis ignores them.
             on_the_way = [math.ceil(c * 2 ** (-k / 2) / (6 * n)) for k in range(1, 2 * len(budgets))
                           if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]
+            if preset == "optimal":  # a learning curve for each model: every octave of its tokens
+                on_the_way = [tokens >> k for k in range(1, 6) if tokens >> k >= MIN_STEPS * batch * prof.seq_len]
             train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
                          batch_size=batch, beta2=beta2, eval_at_tokens=sorted(on_the_way) + [tokens])
             runs.append(RunSpec(run_id=f"{preset}-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
