@@ -137,14 +137,14 @@ PROFILES: dict[str, Profile] = {
         tokens_per_param=(2, 500), train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536,
         kaplan_warmup_tokens=200_000, kaplan_max_tokens=14_000_000, hoffmann_lr=3.5e-3, lr_power=-0.75,
     ),
-    # The inverse-scaling ladder (issue 14, preset optimal): 5 GPTs, each trained once at 20 tokens per parameter,
-    # ~1.2 h on 2 cores (one run per core). An 8k BPE, so the models spell English words (the prize tasks'
+    # The inverse-scaling ladder (issue 14, preset optimal): 6 GPTs, each trained once at 20 tokens per parameter,
+    # ~1.3 h on 2 cores (one run per core). An 8k BPE, so the models spell English words (the prize tasks'
     # prompts and the corpus probes are scored as text); its head (8192·width) is most of N_std at these widths,
-    # so N_std spans 0.67 decades (134k-624k) while the transformer blocks (N_ne, Kaplan's count) span 1.5
-    # (3.3k-100k). 60 MB of text are ~14M tokens: the largest model's 12.5M tokens see no text twice.
+    # so N_std spans 0.8 decades (100k-624k) while the transformer blocks (N_ne, Kaplan's count) span 1.7
+    # (1.9k-100k). 60 MB of text are ~14M tokens: the largest model's 12.5M tokens see no text twice.
     "cpu-inverse": Profile(
         name="cpu-inverse", tokenizer="bpe8192-t20000000", seq_len=128, batch_size=16,
-        shapes=((16, 1), (24, 1), (32, 1), (48, 2), (64, 2)), budgets={},
+        shapes=((12, 1), (16, 1), (24, 1), (32, 1), (48, 2), (64, 2)), budgets={},
         train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
