@@ -135,3 +135,10 @@ def test_scoring_path_on_random_weight_gpts():
     assert evals.accuracy[1] == direct["accuracy"] and evals.loss[1] == pytest.approx(direct["loss"])
     (res,) = trend.classify_groups(evals, "params", "accuracy", "n", "task")
     assert res.n_points == 3 and res.trend in (*trend.TRENDS, "insufficient")
+
+
+def test_wilson_interval_holds_its_estimate_at_zero_and_one():
+    # found scoring a 2-model smoke ladder: 0 of 6 gave a lower end of 2.8e-17, above the estimate itself
+    lo, hi = A.wilson_interval([0.0, 1.0, 0.0], [6, 6, 817])
+    assert lo[0] == 0.0 and hi[1] == 1.0 and lo[2] == 0.0
+    assert (lo <= [0.0, 1.0, 0.0]).all() and (hi >= [0.0, 1.0, 0.0]).all()

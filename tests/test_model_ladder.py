@@ -57,6 +57,27 @@ def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(ca
         assert float((a - b).abs().max()) < 0.05
         assert (tmp_path / "out" / m["file"]).stat().st_size < 0.5 * sweep.checkpoint_path(db, m["run_id"]).stat().st_size
 
+    # the family scored per example, split by a label, tested against compute
+    import pandas as pd
+
+    from scalinglab.inverse_scaling import model_ladder
+
+    family = model_ladder.load_family(tmp_path / "out")
+    assert [lm.compute for lm in family] == sorted(m["compute"] for m in manifest["models"])
+    rows = pd.DataFrame(dict(prompt=["The cat sat on the", "Once upon a", "He said that he", "It was the"] * 3,
+                             classes=[[" mat", " dog"], [" time", " cat"], [" was", " the"], [" best", " of"]] * 3,
+                             answer_index=[0, 0, 1, 0] * 3, variant=["a", "b"] * 6))
+    per = model_ladder.score_family(family, dict(toy=rows))
+    assert len(per) == 2 * 12 and set(per.variant) == {"a", "b"} and per.correct.isin([0, 1]).all()
+    table = model_ladder.accuracy_by(per, ["task", "variant"])
+    assert len(table) == 4 and (table.n == 6).all()
+    by_hand = per[(per.model == family[0].name) & (per.variant == "a")].correct.mean()
+    assert table[(table.model == family[0].name) & (table.variant == "a")].accuracy.item() == pytest.approx(by_hand)
+    assert ((table.ci_low <= table.accuracy) & (table.accuracy <= table.ci_high)).all()
+    calls = model_ladder.trends_by(table, ["task", "variant"])
+    assert sorted(calls.group) == ["toy / a", "toy / b"]  # two models: too few points, each called so
+    assert set(calls.trend) == {"insufficient"}
+
     # a changed file is refused by name, before anything is scored with it
     victim = tmp_path / "out" / manifest["models"][0]["file"]
     victim.write_bytes(victim.read_bytes()[:-1] + b"\0")
@@ -78,3 +99,26 @@ def test_export_refuses_a_database_with_nothing_finished(tmp_path):
         export_models(db, tmp_path / "out")
     with pytest.raises(UserError, match="no such sweep database"):
         export_models(tmp_path / "missing.db", tmp_path / "out")
+
+
+def test_paired_difference_pairs_by_question_and_its_interval_shrinks_with_agreement():
+    import pandas as pd
+
+    from scalinglab.inverse_scaling.model_ladder import paired_difference
+
+    # 40 questions; model m answers the plain form of all and the negated form of the first 10: difference -0.75
+    rows = [dict(model="m", compute=1.0, qid=q, variant=v, correct=int(v == "plain" or q < 10))
+            for q in range(40) for v in ("plain", "negated")]
+    # model k is right on the same 20 questions in both forms: difference exactly 0, and a zero-width interval,
+    # which unpaired intervals (each accuracy 0.5 ± 0.15) would never give
+    rows += [dict(model="k", compute=2.0, qid=q, variant=v, correct=int(q < 20)) for q in range(40)
+             for v in ("plain", "negated")]
+    out = paired_difference(pd.DataFrame(rows), "variant", "negated", "plain", "qid")
+    assert list(out.model) == ["m", "k"] and list(out.pairs) == [40, 40]
+    m, k = out.iloc[0], out.iloc[1]
+    assert m.difference == pytest.approx(-0.75) and m.ci_low < -0.75 < m.ci_high
+    sd = np.std([-1.0] * 30 + [0.0] * 10, ddof=1)
+    assert m.ci_high - m.difference == pytest.approx(1.959964 * sd / np.sqrt(40), rel=1e-5)
+    assert k.difference == 0 and k.ci_low == k.ci_high == 0
+    with pytest.raises(UserError, match="no rows with variant"):
+        paired_difference(pd.DataFrame(rows), "variant", "negated", "other", "qid")

@@ -425,15 +425,31 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
         + ("on one family trained on one dataset, nothing scales inversely." if inv_fdr == 0
            else "some benchmarks scale inversely even on one family trained on one dataset.")))
 
-    tasks, fam = s("tasks_available"), s.sub("family_evaluation")
-    n_models = len({r["model"] for r in fam("results")})
-    ok = sorted(k for k, v in tasks.items() if v == "ok")
-    scored = (f"the family evaluation scored {n_models} models with the prize's scoring." if n_models
-              else "no model was scored in this run (no trained checkpoints or hub models given); the prize scoring "
-                   "is checked in the tests.")
-    out.append(Finding(f"{len(ok)} of {len(tasks)} prize tasks available offline ({', '.join(ok) or 'none'}); "
-                       + scored))
+    out.append(_ladder_finding(s))
     return _cap(out)
+
+
+def _ladder_finding(s: _Summary) -> Finding:
+    """Notebook 03 section 4: our own trained ladder on the prize's tasks."""
+    models = s("ladder", "models")
+    calls = {r["group"]: r for r in s("ladder_prize_trends")}
+    prize = s("ladder_prize")
+
+    def task(name: str) -> str:
+        accs = [r["accuracy"] for r in prize if r["task"] == name]
+        r = calls[name]
+        call = ("too few models to test" if r["trend"] == "insufficient"
+                else f"called {r['trend']} ({pval(r['p_trend'])})")
+        return f"{_span(accs, lambda v: dec(v, 2))}, {call}"
+
+    gap = s("ladder_neqa_negated_minus_plain")[-1]
+    n_std = [m["n_standard"] for m in models]
+    c = [m["compute"] for m in models]
+    return Finding(
+        f"Our own ladder, {len(models)} GPTs trained on Gutenberg ({sig(min(n_std))} to {sig(max(n_std))} parameters, "
+        f"{sig(min(c))} to {sig(max(c))} FLOP), scored with the prize's method: NeQA accuracy {task('neqa')}; Memo "
+        f"Trap {task('memo-trap')}; negated minus plain NeQA questions on the largest model "
+        f"{dec(gap['difference'], 2, sign=True)} {interval((gap['ci_low'], gap['ci_high']), lambda v: dec(v, 2, sign=True))}.")
 
 
 # --- 04: extrapolation ---------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ def wilson_interval(p, n, level: float = 0.95):
     z = stats.norm.isf((1 - level) / 2)
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    return centre - half, centre + half
+    # At p = 0 or 1 one end is p itself; rounding leaves it ~1e-17 off, which would put p outside its interval.
+    return np.minimum(centre - half, p), np.maximum(centre + half, p)
 
 
 def accuracy_table(per_example, by, correct: str = "correct", loss: str | None = "loss", level: float = 0.95):
