@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 from scalinglab.errors import UserError
 
 
@@ -34,7 +33,6 @@ def test_optimal_plan_trains_each_shape_once_at_its_compute_optimal_length():
 
 def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(cache, tmp_path):
     import torch
-
     from scalinglab.inverse_scaling.adapters import load_checkpoint_lm
     from scalinglab.training import sweep
     from scalinglab.training.model import load_checkpoint
@@ -59,7 +57,6 @@ def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(ca
 
     # the family scored per example, split by a label, tested against compute
     import pandas as pd
-
     from scalinglab.inverse_scaling import model_ladder
 
     family = model_ladder.load_family(tmp_path / "out")
@@ -103,7 +100,6 @@ def test_export_refuses_a_database_with_nothing_finished(tmp_path):
 
 def test_paired_difference_pairs_by_question_and_its_interval_shrinks_with_agreement():
     import pandas as pd
-
     from scalinglab.inverse_scaling.model_ladder import paired_difference
 
     # 40 questions; model m answers the plain form of all and the negated form of the first 10: difference -0.75

@@ -449,7 +449,8 @@ def _ladder_finding(s: _Summary) -> Finding:
         f"Our own ladder, {len(models)} GPTs trained on Gutenberg ({sig(min(n_std))} to {sig(max(n_std))} parameters, "
         f"{sig(min(c))} to {sig(max(c))} FLOP), scored with the prize's method: NeQA accuracy {task('neqa')}; Memo "
         f"Trap {task('memo-trap')}; negated minus plain NeQA questions on the largest model "
-        f"{dec(gap['difference'], 2, sign=True)} {interval((gap['ci_low'], gap['ci_high']), lambda v: dec(v, 2, sign=True))}.")
+        f"{dec(gap['difference'], 2, sign=True)} "
+        f"{interval((gap['ci_low'], gap['ci_high']), lambda v: dec(v, 2, sign=True))}.")
 
 
 # --- 04: extrapolation ---------------------------------------------------------------------------------

@@ -100,7 +100,8 @@ def bpe_from_file(path: Path | str, name: str) -> Tokenizer:
     try:
         hf = HFTokenizer.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - the Rust side raises a bare Exception for any unreadable file
-        raise UserError(f"{path}: not a tokenizer file ({str(exc).splitlines()[0][:200] if str(exc) else exc})") from None
+        why = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"{path}: not a tokenizer file ({why})") from None
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return [e.ids for e in hf.encode_batch(texts)]

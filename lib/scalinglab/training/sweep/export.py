@@ -38,7 +38,7 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
 
     from scalinglab.data import cache_root
     from scalinglab.training import corpus
-    from scalinglab.training.model import save_checkpoint, load_checkpoint
+    from scalinglab.training.model import load_checkpoint, save_checkpoint
     from scalinglab.training.sweep.launch import checkpoint_path
     from scalinglab.training.sweep.plan import get_profile
 
