@@ -221,9 +221,10 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"β = {dec(trap('mean', 'beta'), 2)} and a = {dec(a_mean, 2)}, an objective {pct(excess, 0)} above the "
         "optimum; "
         f"summed, the same search reaches β = {dec(trap('sum', 'beta'), 2)}, a = {dec(ours('a'), 2)}. "
-        f"Hoffmann's Approach-3 interval for a (10th–90th, 0.001 wide) would need {_count(narrow('a', 'runs_needed_bootstrap'))} "
-        f"runs at our bootstrap's width, {_count(narrow('a', 'runs_needed_subsample_at_widest'))} even with his 80%-subsample "
-        f"procedure and the widest his rounding allows, against his ~{narrow('hoffmann_n_runs')}."))
+        f"Hoffmann's Approach-3 interval for a (10th–90th, 0.001 wide) would need "
+        f"{_count(narrow('a', 'runs_needed_bootstrap'))} runs at our bootstrap's width, "
+        f"{_count(narrow('a', 'runs_needed_subsample_at_widest'))} even with his 80%-subsample procedure and the "
+        f"widest his rounding allows, against his ~{narrow('hoffmann_n_runs')}."))
 
     a2 = s.sub("approach2")
     h2 = a2.sub("hoffmann")
@@ -259,8 +260,8 @@ def _count(x: float | None) -> str:
 def _sensitivity_clause(s: _Summary) -> str:
     """Notebook 01 §9: the range of tokens per parameter over the refits that change the method or the data."""
     rows = s("sensitivity")
-    varied = [r["tokens_per_param"] for r in rows
-              if r["check"] in ("Huber δ", "extraction") or (r["check"] == "highest losses dropped" and r["setting"] != "0")]
+    varied = [r["tokens_per_param"] for r in rows if r["check"] in ("Huber δ", "extraction")
+              or (r["check"] == "highest losses dropped" and r["setting"] != "0")]
     keep_all = s.row("sensitivity", check="highest losses dropped", setting="0")
     return (f"Refits under Huber δ from 1e−4 to 0.1 or least squares, the other two extractions of the figure, or "
             f"10 outliers dropped give {_span(varied, lambda v: sig(v, 2))}; keeping all "

@@ -20,6 +20,7 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting import isoflop
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import FitResult
@@ -324,14 +325,12 @@ def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, appro
                              f.interval(level, "b"), tpp, tpp_ci, f"{pct} bootstrap over runs"))
         elif k == "approach2":
             used = optima[~optima["edge"].astype(bool) & np.isfinite(optima["n_opt"])]
-            from scalinglab.fitting import isoflop
-
             fit = isoflop.fit_exponent(optima, weighted=True, level=level)
             _, n_c, (n_lo, n_hi) = loglinear_at(used["flops"], used["n_opt"], used["log_n_opt_sd"], C, level)
-            tpp_of = lambda n: C / (6 * n * n)  # noqa: E731
+            # D = C/(6N) on these points, so tokens per parameter is C/(6N²): the larger N, the fewer.
+            tpp = [C / (6 * n * n) for n in (n_c, n_hi, n_lo)]
             rows.append(_row(name, "ours", "chinchilla-isoflops", fit.exponent, fit.ci, 1 - fit.exponent,
-                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp_of(n_c), (tpp_of(n_hi), tpp_of(n_lo)),
-                             f"{pct} WLS t interval"))
+                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp[0], (tpp[1], tpp[2]), f"{pct} WLS t interval"))
         else:
             bs = approach3.bootstrap
             q = [(1 - level) / 2, (1 + level) / 2]
