@@ -52,6 +52,11 @@ def test_chinchilla_fit_known_answers():
     assert "Hoffmann's printed Approach 3 implies 0.452 (ours +0.062)" in t
     assert "χ² = 300 and 230" in t and "Hoffmann's Approach 3 is rejected" in t
     assert "17.9 tokens per parameter (95% 7.3–35)" in t and "Epoch's fit gives 18.4 (ours −3%)" in t
+    # §9: δ, extractions and 10 dropped span 14.2 (least squares) to 19.9; all 245 rows give 6.80.
+    assert "10 outliers dropped give 14–20; keeping all 245 rows gives 6.8." in t
+    # §11: 586,120 and 39,300.6 runs, to two significant digits.
+    assert "would need 590,000 runs at our bootstrap's width, 39,000 even with his 80%-subsample" in t
+    assert "against his ~400." in t
     assert "a = 0.507 (95% 0.455–0.559)" in t and "ours +0.017" in t
     assert "a = 0.5970, is reproduced (0.5970, difference 0.0000)" in t
     assert "a = 0.60 (95% 0.55–0.62) against their 0.50" in t and "(ours +0.10)" in t

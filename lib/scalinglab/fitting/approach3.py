@@ -270,13 +270,16 @@ def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
 
 
 def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
-              chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups") -> Bootstrap:
+              chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups",
+              counts: np.ndarray | None = None) -> Bootstrap:
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
 
     ``groups`` (one label per run) resamples whole groups instead of rows (``group_counts``): when
     several rows come from one model (checkpoints, cooldowns, eval sets) they share its seed, data
     order and shape, so the model is the independent unit, and resampling rows would treat its
     rows as independent evidence and make the intervals too narrow. ``unit`` names the groups.
+    ``counts`` ((n_boot, runs) weights) replaces the resampling scheme altogether, e.g. Hoffmann's refits on
+    80% of the runs drawn without replacement (``scalinglab.papers.chinchilla_robustness.subsample_counts``).
     A replicate counts when ``batched_solve`` converged (projected gradient
     < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
     rest are counted in ``n_failed`` and left out of the SEs and intervals.
@@ -287,7 +290,13 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     opts = result.options
     P = parametrisation(opts)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
-    if groups is None:
+    if counts is not None:
+        counts = np.asarray(counts, float)
+        if counts.ndim != 2 or counts.shape[1] != len(logL):
+            raise UserError(f"bootstrap weights of shape {counts.shape} for {len(logL)} runs")
+        n_boot, n_units = len(counts), len(logL)
+        unit = "runs" if groups is None else unit
+    elif groups is None:
         counts, unit, n_units = resample_counts(len(logL), n_boot, seed), "runs", len(logL)
     else:
         groups = np.asarray(groups)

@@ -273,7 +273,8 @@ class EnvelopeFit:
     level: float = 0.95
     n_boot: int = 0
     n_boot_failed: int = 0          # resamples with fewer than 2 sizes among their optima
-    boot: np.ndarray = field(default_factory=lambda: np.empty((0, 2)), repr=False, compare=False)
+    # (B, 4) per resample: a, b, log coef, log d_coef (the intercepts give N_opt and D_opt at any C).
+    boot: np.ndarray = field(default_factory=lambda: np.empty((0, 4)), repr=False, compare=False)
     # Which resample (0 … n_boot-1) each row of ``boot`` came from: with the same runs and seed,
     # resample i draws the same runs in any fit, so two fits' rows can be paired (pearce_song does).
     boot_draw: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
@@ -305,6 +306,19 @@ class EnvelopeFit:
 
     def d_opt(self, flops):
         return self.d_coef * np.asarray(flops, dtype=float) ** self.d_exponent
+
+    def tokens_per_param(self, flops: float, level: float | None = None) -> tuple[float, tuple[float, float]]:
+        """D_opt/N_opt at compute ``flops`` from the two fitted lines, with its bootstrap-over-runs interval
+        at ``level`` (default the fit's; NaN without resamples). Far outside the fitted compute this is an
+        extrapolation of both lines."""
+        x = np.log(float(flops))
+        point = float(self.d_opt(flops) / self.n_opt(flops))
+        if len(self.boot) == 0:
+            return point, (np.nan, np.nan)
+        a, b, ka, kb = self.boot.T
+        level = self.level if level is None else level
+        lo, hi = np.quantile(np.exp(kb - ka + (b - a) * x), [(1 - level) / 2, (1 + level) / 2])
+        return point, (float(lo), float(hi))
 
     def interval(self, level: float, which: str = "a") -> tuple[float, float]:
         """The bootstrap interval of a (or ``which="b"``) at another level, from the stored resamples."""
@@ -371,9 +385,10 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
 
 def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, losses: np.ndarray | None,
                log_c: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """(B, 2) exponents (a, b) refitted on resamples of the runs, each one's resample index, the failures."""
+    """(B, 4) exponents and log intercepts (a, b, log coef, log d_coef) refitted on resamples of the runs,
+    each one's resample index, the failures."""
     if options.n_boot <= 0:
-        return np.empty((0, 2)), np.empty(0, dtype=int), 0
+        return np.empty((0, 4)), np.empty(0, dtype=int), 0
     rng = np.random.default_rng(options.seed)
     n_runs = len(runs.names)
     out, draws, failed = [], [], 0
@@ -387,10 +402,10 @@ def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, loss
                 failed += 1
                 continue
             points = _hull_frame(curves, runs, subset)
-        status, (a, _, b, _), _ = _fit_points(points, options.drop_edges)
+        status, (a, ka, b, kb), _ = _fit_points(points, options.drop_edges)
         if status != "ok":
             failed += 1
             continue
-        out.append((a, b))
+        out.append((a, b, ka, kb))
         draws.append(draw)
-    return np.array(out).reshape(-1, 2), np.array(draws, dtype=int), failed
+    return np.array(out).reshape(-1, 4), np.array(draws, dtype=int), failed

@@ -209,16 +209,22 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"At Chinchilla's compute, 5.88e23 FLOP, our fit puts the optimum at {sig(ours(tpp), 3)} tokens per parameter "
         f"{interval(boot('tokens_per_param_ci'), lambda v: sig(v, 2), level)}; Epoch's fit gives {sig(epoch(tpp), 3)} "
         f"(ours {pct(ours(tpp) / epoch(tpp) - 1, 0, sign=True)}); "
-        f"Chinchilla was trained at 20, while Hoffmann's printed Approach 3 law would ask for {sig(hoff(tpp), 2)}."))
+        f"Chinchilla was trained at 20, while Hoffmann's printed Approach 3 law would ask for {sig(hoff(tpp), 2)}. "
+        + _sensitivity_clause(s)))
 
     trap = s.sub("mean_trap")
     a_mean = trap("mean", "beta") / (trap("mean", "alpha") + trap("mean", "beta"))
     excess = trap("mean", "objective") / trap("sum", "objective") - 1
+    narrow = s.sub("narrow_intervals")
     out.append(Finding(
         f"The loss-scale trap: L-BFGS-B on the Huber loss averaged over runs (Hoffmann's objective) stops early at "
         f"β = {dec(trap('mean', 'beta'), 2)} and a = {dec(a_mean, 2)}, an objective {pct(excess, 0)} above the "
         "optimum; "
-        f"summed, the same search reaches β = {dec(trap('sum', 'beta'), 2)}, a = {dec(ours('a'), 2)}."))
+        f"summed, the same search reaches β = {dec(trap('sum', 'beta'), 2)}, a = {dec(ours('a'), 2)}. "
+        f"Hoffmann's Approach-3 interval for a (10th–90th, 0.001 wide) would need "
+        f"{_count(narrow('a', 'runs_needed_bootstrap'))} runs at our bootstrap's width, "
+        f"{_count(narrow('a', 'runs_needed_subsample_at_widest'))} even with his 80%-subsample procedure and the "
+        f"widest his rounding allows, against his ~{narrow('hoffmann_n_runs')}."))
 
     a2 = s.sub("approach2")
     h2 = a2.sub("hoffmann")
@@ -244,6 +250,22 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"their {dec(pub('hot', 'a'), 2)} from curves starting at 2B (ours {diff(hot('a'), pub('hot', 'a'), 2)}): "
         f"where the curves start sets this exponent."))
     return _cap(out)
+
+
+def _count(x: float | None) -> str:
+    """A count to two significant digits with thousands separators: 586120 -> '590,000'."""
+    return NA if _missing(x) else f"{float(sig(x, 2).replace('−', '-')):,.0f}"
+
+
+def _sensitivity_clause(s: _Summary) -> str:
+    """Notebook 01 §9: the range of tokens per parameter over the refits that change the method or the data."""
+    rows = s("sensitivity")
+    varied = [r["tokens_per_param"] for r in rows if r["check"] in ("Huber δ", "extraction")
+              or (r["check"] == "highest losses dropped" and r["setting"] != "0")]
+    keep_all = s.row("sensitivity", check="highest losses dropped", setting="0")
+    return (f"Refits under Huber δ from 1e−4 to 0.1 or least squares, the other two extractions of the figure, or "
+            f"10 outliers dropped give {_span(varied, lambda v: sig(v, 2))}; keeping all "
+            f"{keep_all['n_rows']} rows gives {sig(keep_all['tokens_per_param'], 2)}.")
 
 
 # --- 02: Kaplan vs Hoffmann ----------------------------------------------------------------------------

@@ -31,7 +31,8 @@ PARAMETER_SETS: dict[str, tuple[ScalingLaw, str]] = {
 EPOCH_NOTEBOOK_OPTIMUM = dict(E=1.8172, alpha=0.3473, beta=0.3672)
 
 # Hoffmann et al. 2022, Table 2: a in N_opt ∝ C^a and b in D_opt ∝ C^b, each with the 10th and 90th
-# percentiles of a bootstrap that refits on 80% of the data, 100 times (the table's caption).
+# percentiles of a bootstrap that refits on 80% of the data, 100 times (the table's caption). Approach 3's
+# intervals are printed to three decimals, so each is at most 0.002 wide (notebook 01 §11).
 HOFFMANN_A = {
     "approach1": (0.50, (0.488, 0.502)),
     "approach2": (0.49, (0.462, 0.534)),
@@ -47,6 +48,9 @@ HOFFMANN_B = {
 CHINCHILLA_FLOPS = 5.88e23
 CHINCHILLA_N = 70e9
 CHINCHILLA_D = 1.4e12
+# "over 400 language models ranging from 70 million to over 16 billion parameters" (Hoffmann et al. 2022,
+# abstract): the runs behind their fits, against the 240 of epoch-chinchilla.
+HOFFMANN_N_RUNS = 400
 
 
 def law(name: str) -> ScalingLaw:
