@@ -138,13 +138,15 @@ PROFILES: dict[str, Profile] = {
         kaplan_warmup_tokens=200_000, kaplan_max_tokens=14_000_000, hoffmann_lr=3.5e-3, lr_power=-0.75,
     ),
     # The inverse-scaling ladder (issue 14, preset optimal): 6 GPTs, each trained once at 20 tokens per parameter,
-    # ~1.3 h on 2 cores (one run per core). An 8k BPE, so the models spell English words (the prize tasks'
-    # prompts and the corpus probes are scored as text); its head (8192·width) is most of N_std at these widths,
-    # so N_std spans 0.8 decades (100k-624k) while the transformer blocks (N_ne, Kaplan's count) span 1.7
-    # (1.9k-100k). 60 MB of text are ~14M tokens: the largest model's 12.5M tokens see no text twice.
+    # ~50 min on 2 idle cores (one run per core; 12.5k steps of 2,048 tokens). An 8k BPE, so the models spell English
+    # words (the prize tasks' prompts and the corpus probes are scored as text); its head (8192·width) is most of
+    # N_std at these widths, so N_std spans 0.83 decades (66k-450k) while the transformer blocks (N_ne, Kaplan's
+    # count) span 1.8 (0.9k-57k). Each step costs about the same whatever the width (the 8k-way softmax dominates),
+    # so the wall time follows the tokens, 20·N_std: a width-64 model would have doubled it. 60 MB of text are
+    # ~14M tokens: the largest model's 9M tokens see no text twice.
     "cpu-inverse": Profile(
         name="cpu-inverse", tokenizer="bpe8192-t20000000", seq_len=128, batch_size=16,
-        shapes=((12, 1), (16, 1), (24, 1), (32, 1), (48, 2), (64, 2)), budgets={},
+        shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (48, 2)), budgets={},
         train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
