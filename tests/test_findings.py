@@ -72,6 +72,26 @@ def test_kaplan_vs_hoffmann_known_answers():
     assert "0.26 nats (95% 0.24–0.30) when it takes 14.6% of training" in t and "9.4% (95% 9.0–9.8%)" in t
     assert "a_kaplan − a_hoffmann = +0.15 (95% +0.02 to +0.28)" in t
     assert "+0.14 to +0.25 over 5 analyses" in t and "gap for the same steps (0.26–0.35)" in t
+    # the ladder: a0 0.539 [0.392, 0.796], a4 0.317 [0.141, 0.603]; a0 − a4 0.222 [−0.048, +0.520] against
+    # Porian et al.'s 0.835 − 0.497 on RefinedWeb; Δa −0.074, −0.024, +0.014, −0.138, every interval across 0
+    assert "a goes from 0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) through 0.47, 0.44 and 0.46 to 0.32 " \
+           "(95% 0.14–0.60) at step 4 (+ tuning)" in t
+    assert "the total fall, +0.22 (95% −0.05 to +0.52), against Porian et al.'s 0.34 (RefinedWeb)" in t
+    assert "3 of 4 steps lower a, none with an interval excluding 0" in t
+
+
+def test_ladder_counts_resolved_steps_and_missing_fits():
+    s = copy.deepcopy(FIXTURE["02_kaplan_vs_hoffmann"])
+    steps = s["ladder"]["steps"]
+    steps[4]["delta"]["ci"] = [-0.3, -0.05]                 # step 4's fall now excludes 0
+    assert "3 of 4 steps lower a, 1 with an interval excluding 0" in text("02_kaplan_vs_hoffmann", s)
+    for st in steps[1:4]:                                  # steps 1-3 without a fit: the ends remain
+        st["a"], st["delta"] = None, None
+    steps[4]["delta"] = None
+    s["ladder"]["total"].update(a_first_minus_last=None, ci=None)
+    t = text("02_kaplan_vs_hoffmann", s)
+    assert "0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) to 0.32" in t and "total fall" not in t
+    assert "(+ tuning). The two-preset" in t and "steps lower a" not in t
 
 
 def test_inverse_scaling_known_answers():
@@ -119,6 +139,7 @@ MISSING = [
     ("01_chinchilla_fit", ["bootstrap", "tokens_per_param_ci"]),
     ("02_kaplan_vs_hoffmann", ["porian_published", "rw", "plus_head"]),
     ("02_kaplan_vs_hoffmann", ["sweeps_difference"]),
+    ("02_kaplan_vs_hoffmann", ["ladder", "total"]),
     ("03_inverse_scaling", ["obsscaling_counts", "tests"]),
     ("04_extrapolation", ["few_runs", "synthetic", "a"]),
 ]

@@ -106,3 +106,35 @@ def test_the_committed_ladder_reads(mirror):
             assert (s.fit is not None and np.isfinite(s.fit.a)) or s.reason
             assert s.dropped["loss_ceiling"] == pytest.approx(0.95 * math.log(512))
     assert json.dumps(rep.to_dict())
+
+
+def _fit(a: float, draws) -> "L.BlockBootstrap":
+    draws = np.asarray(draws, float)
+    return L.BlockBootstrap(a=a, ci=(float(draws.min()), float(draws.max())), level=0.95, method="spline",
+                            n_boot=len(draws), n_dropped=0, budgets_lost=0.0, n_shapes=9, n_budgets=7, draws=draws)
+
+
+def test_total_shift_table_and_aligned_summary():
+    """A report built by hand: a0 = 0.6 with draws 0.5..0.7, a4 = 0.4 with every draw 0.4, so a0 − a4 = 0.2
+    and its 95% interval is the 2.5th and 97.5th percentiles of 0.1..0.3 (101 evenly spaced): 0.105, 0.295."""
+    fits = {0: _fit(0.6, np.linspace(0.5, 0.7, 101)), 4: _fit(0.4, np.full(101, 0.4))}
+    steps = tuple(L.LadderStep(k, preset, p, change, fits.get(k), {}, 10, 3 if k else 2,
+                               reason=None if k in fits else "no ladder.db", seeds_max=3)
+                  for k, preset, p, change in L.STEPS)
+    rep = L.LadderReport(steps, PORIAN)
+    tot = rep.total()
+    assert tot["a_first_minus_last"] == pytest.approx(0.2)
+    assert tot["ci"] == pytest.approx([0.105, 0.295], abs=1e-9)
+    assert tot["porian"]["rw"] == pytest.approx(0.4) and tot["porian"]["owt2"] == pytest.approx(0.4)
+    t = rep.table()
+    assert t["a"].tolist() == ["0.600", "n/a", "n/a", "n/a", "0.400"]
+    assert t["seeds"].tolist() == ["2-3", "3", "3", "3", "3"]
+    assert t["Porian RW a (Δa)"].tolist()[:2] == ["0.800", "0.700 (-0.100)"]
+    assert "[no ladder.db]" in t["change"][1]
+    lines = rep.summary().splitlines()
+    start = lines[1].index("change")                      # every row's change starts under the header's
+    assert all(line[start - 2:start] == "  " and line[start] != " " for line in lines[2:7])
+    assert lines[7].startswith("a0 − a4 = +0.200 [+0.105, +0.295]; Porian et al.: RW +0.400")
+    d = rep.to_dict()
+    assert d["total"]["a_first_minus_last"] == pytest.approx(0.2) and d["steps"][0]["seeds_max"] == 3
+    assert json.dumps(d)

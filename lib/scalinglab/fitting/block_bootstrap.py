@@ -9,6 +9,9 @@ each budget's optimum on the resampled design and refits N* ∝ C^a.
 A resample in which a budget's optimum sits at the edge of its sizes, or has fewer than three distinct
 sizes, loses that budget; one left with fewer than two budgets is dropped. Both counts are reported,
 since an interval over the surviving resamples is conditional on them (``BlockBootstrap.dropped``).
+Each budget's optimum gets its own percentile interval from the resamples in which it is interior
+(``BlockBootstrap.optima``, with the share of resamples that kept it), and the fitted line
+``BlockBootstrap.n_opt(C)`` draws N* ∝ C^a through the optima of the data as they are.
 With the parabola, a shape drawn twice counts twice (weighted least squares); the Akima spline cannot
 take repeated sizes, so a resample's spline runs through its distinct shapes.
 """
@@ -22,8 +25,10 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.isoflop import GRID_MULTIPLIER, METHODS, exponents_of_optima, resampled_optima
+from scalinglab.serialization import to_jsonable
 
 MIN_SIZES = 3
+OPTIMA_COLUMNS = ("flops", "n_opt", "n_opt_lo", "n_opt_hi", "kept")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,15 @@ class BlockBootstrap:
     # every resample's a, NaN where it was dropped; resample i draws the same shapes in any fit given the
     # same seed and universe of shapes, so two fits' draws pair by index
     draws: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    # per budget: flops, n_opt (the data as they are; NaN at an edge), n_opt_lo, n_opt_hi (percentiles over the
+    # resamples in which that budget's optimum is interior), kept (their share)
+    optima: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OPTIMA_COLUMNS), repr=False,
+                                 compare=False)
+    log_n_at_unit_c: float = float("nan")   # the fitted line's ln N* at C = 1 FLOP
+
+    def n_opt(self, flops) -> np.ndarray:
+        """N* on the fitted power law (slope ``a`` through the optima of the data as they are)."""
+        return np.exp(self.log_n_at_unit_c + self.a * np.log(np.asarray(flops, float)))
 
     @property
     def dropped(self) -> float:
@@ -51,7 +65,9 @@ class BlockBootstrap:
     def to_dict(self) -> dict:
         return dict(a=self.a, ci=list(self.ci), level=self.level, method=self.method, n_boot=self.n_boot,
                     n_dropped=self.n_dropped, budgets_lost=self.budgets_lost, n_shapes=self.n_shapes,
-                    n_budgets=self.n_budgets, interval="block bootstrap over runs (shapes)")
+                    n_budgets=self.n_budgets, interval="block bootstrap over runs (shapes)",
+                    log_n_at_unit_c=self.log_n_at_unit_c,
+                    optima=to_jsonable(self.optima.to_dict("records")))
 
     def summary(self) -> str:
         pct = int(round(self.level * 100))
@@ -148,7 +164,11 @@ def block_bootstrap(points: pd.DataFrame, shape_col: str = "shape", n_col: str =
     drawn = rng.multinomial(len(universe), np.full(len(universe), 1 / len(universe)), size=n_boot).T
     counts = drawn[[universe.index(s_) for s_ in shapes]].astype(float)
     full = np.ones((len(shapes), 1))
-    a = float(exponents_of_optima(flops, _optima(flops, n, loss, full, method))[0])
+    full_opt = _optima(flops, n, loss, full, method)
+    a = float(exponents_of_optima(flops, full_opt)[0])
+    on_data = np.isfinite(full_opt[:, 0])
+    intercept = (float(np.polyfit(np.log(flops[on_data]), full_opt[on_data, 0], 1)[1]) if on_data.sum() >= 2
+                 else float("nan"))
     opt = _optima(flops, n, loss, counts, method)
     draws = exponents_of_optima(flops, opt)
     kept = np.isfinite(draws)
@@ -158,4 +178,17 @@ def block_bootstrap(points: pd.DataFrame, shape_col: str = "shape", n_col: str =
     ci = tuple(np.quantile(draws[kept], [tail, 1 - tail])) if kept.sum() >= 2 else (np.nan, np.nan)
     return BlockBootstrap(a=a, ci=(float(ci[0]), float(ci[1])), level=level, method=method, n_boot=n_boot,
                           n_dropped=int((~kept).sum()), budgets_lost=float(np.mean(lost)),
-                          n_shapes=len(shapes), n_budgets=int(usable.sum()), draws=draws)
+                          n_shapes=len(shapes), n_budgets=int(usable.sum()), draws=draws,
+                          optima=_optima_table(flops, full_opt[:, 0], opt, tail), log_n_at_unit_c=intercept)
+
+
+def _optima_table(flops, log_opt: np.ndarray, resampled: np.ndarray, tail: float) -> pd.DataFrame:
+    """Each budget's optimum on the data as they are, with a percentile interval over the resamples in
+    which it is interior (NaN where fewer than two are)."""
+    rows = []
+    for c, x, r in zip(flops, log_opt, resampled):
+        r = r[np.isfinite(r)]
+        lo, hi = np.quantile(r, [tail, 1 - tail]) if len(r) >= 2 else (np.nan, np.nan)
+        rows.append((float(c), float(np.exp(x)), float(np.exp(lo)), float(np.exp(hi)),
+                     len(r) / resampled.shape[1] if resampled.shape[1] else 0.0))
+    return pd.DataFrame(rows, columns=list(OPTIMA_COLUMNS))

@@ -360,31 +360,60 @@ def kaplan_vs_hoffmann(summary: Mapping[str, Any]) -> list[Finding]:
     return _cap(out)
 
 
+def _ladder_text(s: _Summary) -> str:
+    """Porian et al.'s ladder on our CPU runs: a at each step, the total fall against theirs, resolved shifts."""
+    lad = s.sub("ladder")
+    steps = lad("steps")
+    fitted = [st for st in steps if st["a"] is not None and not _missing(st["a"]["a"])]
+    if not fitted:
+        return "Porian et al.'s ladder on our CPU runs: no step has a fit in these databases. "
+    first, last = fitted[0], fitted[-1]
+    shifts = [st for st in steps if st["delta"] is not None and not _missing(st["delta"]["d"])]
+    excl = [st for st in shifts
+            if None not in st["delta"]["ci"] and not st["delta"]["ci"][0] <= 0 <= st["delta"]["ci"][1]]
+    tot = lad("total")
+    sgn = lambda v: dec(v, 2, sign=True)  # noqa: E731
+    label = dict(PORIAN_STEPS)
+    middle = [dec(st["a"]["a"], 2) for st in fitted[1:-1]]
+    text = ("Porian et al.'s ladder on our CPU runs (block bootstrap over shapes): a goes from "
+            f"{dec(first['a']['a'], 2)} {interval(first['a']['ci'], lambda v: dec(v, 2))} at step {first['step']} "
+            f"({label[first['porian_step']]}) "
+            + (f"through {', '.join(middle[:-1])} and {middle[-1]} " if len(middle) > 1
+               else f"through {middle[0]} " if middle else "")
+            + f"to {dec(last['a']['a'], 2)} {interval(last['a']['ci'], lambda v: dec(v, 2))} at step {last['step']} "
+              f"({label[last['porian_step']]})")
+    if tot["a_first_minus_last"] is not None:
+        text += (f"; the total fall, {sgn(tot['a_first_minus_last'])} {interval(tot['ci'], sgn)}, against "
+                 f"Porian et al.'s {dec(tot['porian']['rw'], 2)} (RefinedWeb)")
+    if not shifts:
+        return text + ". "
+    text += (f"; {sum(st['delta']['d'] < 0 for st in shifts)} of {len(shifts)} steps lower a, "
+             + (f"{len(excl)} with an interval excluding 0. " if excl else "none with an interval excluding 0. "))
+    return text
+
+
 def _sweeps_finding(s: _Summary) -> Finding:
+    ladder = _ladder_text(s)
     diffs = s.sub("sweeps_difference", "kaplan_minus_hoffmann")
     sweeps = s.sub("sweeps")
     spline = diffs.sub("spline")
     if _missing(spline("difference")):
         profile = sweeps("kaplan", "profile")
         return Finding(
-            f"Our own sweeps ({profile} profile): no exponent, because these sweeps are too small to place an optimum "
-            f"inside their sizes ({spline('reason') if 'reason' in spline.data else 'no estimate'}); "
+            ladder + f"The two-preset sweeps ({profile} profile) give no exponent, because they are too small to place "
+            f"an optimum inside their sizes ({spline('reason') if 'reason' in spline.data else 'no estimate'}); "
             f"in this profile they are a plumbing check.")
     available = [(lab, diffs(key, "difference")) for key, lab in SWEEP_ESTIMATORS
                  if key in diffs.data and not _missing(diffs(key, "difference"))]
     targets_k = sweeps("kaplan", "porian_steps", "kaplan_reproduction")
     steps_h = sweeps("hoffmann", "porian_steps")
     porian_gap = [targets_k[d][0] - step[d][0] for step in steps_h.values() for d in targets_k]
-    d_ours = spline("difference")
     return Finding(
-        f"Our CPU sweeps: a_kaplan − a_hoffmann = {dec(spline('difference'), 2, sign=True)} "
-        f"{interval(spline('ci'), lambda v: dec(v, 2, sign=True))} with spline optima "
-        f"(a = {dec(sweeps('kaplan', 'exponent', 'a'), 2)} against {dec(sweeps('hoffmann', 'exponent', 'a'), 2)}), and "
-        f"{_span([v for _, v in available], lambda v: dec(v, 2, sign=True))} over {len(available)} analyses: the "
-        "direction "
-        f"of Porian et al.'s gap for the same steps ({_span(porian_gap, lambda v: dec(v, 2))}) and "
-        f"{_span([g - d_ours for g in porian_gap], lambda v: dec(v, 2))} smaller (spline), on models of at most ~1M "
-        f"parameters, where the intervals are borderline.")
+        ladder + "The two-preset CPU sweeps: a_kaplan − a_hoffmann = "
+        f"{dec(spline('difference'), 2, sign=True)} {interval(spline('ci'), lambda v: dec(v, 2, sign=True))} with "
+        f"spline optima, {_span([v for _, v in available], lambda v: dec(v, 2, sign=True))} over {len(available)} "
+        "analyses, "
+        f"against Porian et al.'s gap for the same steps ({_span(porian_gap, lambda v: dec(v, 2))}).")
 
 
 # --- 03: inverse scaling -------------------------------------------------------------------------------

@@ -94,24 +94,35 @@ class LadderStep:
     fit: BlockBootstrap | None
     dropped: dict
     n_points: int
-    seeds: int
+    seeds: int                                 # the fewest seeds behind a point (seed means are fitted)
     delta: float | None = None                 # a − a of the previous step
     delta_ci: tuple[float, float] | None = None
     paired: bool = False
     reason: str | None = None                  # why there is no fit
+    seeds_max: int = 0                         # the most seeds behind a point
+
+    @property
+    def has_fit(self) -> bool:
+        return self.fit is not None and bool(np.isfinite(self.fit.a))
 
     def to_dict(self) -> dict:
         return dict(step=self.step, preset=self.preset, porian_step=self.porian_step, change=self.change,
                     a=None if self.fit is None else self.fit.to_dict(), dropped=self.dropped,
-                    n_points=self.n_points, seeds=self.seeds, reason=self.reason,
+                    n_points=self.n_points, seeds=self.seeds, seeds_max=self.seeds_max, reason=self.reason,
                     delta=None if self.delta is None else dict(d=self.delta, ci=list(self.delta_ci),
                                                                paired=self.paired))
+
+
+def _ci(ci, sign: bool = False) -> str:
+    f = "{:+.3f}" if sign else "{:.3f}"
+    return "" if ci is None or not np.all(np.isfinite(ci)) else f"[{f.format(ci[0])}, {f.format(ci[1])}]"
 
 
 @dataclass(frozen=True)
 class LadderReport:
     steps: tuple[LadderStep, ...]
     porian: pd.DataFrame = field(repr=False)   # their a per (dataset, step), papers.porian.published_exponents
+    level: float = 0.95
 
     def porian_delta(self, dataset: str, step: str) -> float | None:
         order = [s for _, _, s, _ in STEPS]
@@ -121,6 +132,18 @@ class LadderReport:
         a = self.porian.set_index(["dataset", "step"])["a"]
         return float(a[dataset, step] - a[dataset, order[i - 1]])
 
+    def total(self) -> dict:
+        """a of the first step minus a of the last (how far the ladder lowers a), with an interval from the
+        two fits' draws (independent), and Porian et al.'s fall per dataset; None where an end has no fit."""
+        first, last = self.steps[0], self.steps[-1]
+        a = self.porian.set_index(["dataset", "step"])["a"]
+        out = dict(first=first.step, last=last.step, a_first_minus_last=None, ci=None,
+                   porian={ds: float(a[ds, first.porian_step] - a[ds, last.porian_step]) for ds in ("rw", "owt2")})
+        if first.has_fit and last.has_fit:
+            d, ci = _delta(last.fit, first.fit, self.level)
+            out.update(a_first_minus_last=d, ci=list(ci))
+        return out
+
     def to_dict(self) -> dict:
         out = []
         a = self.porian.set_index(["dataset", "step"])["a"]
@@ -129,30 +152,53 @@ class LadderReport:
             d["porian"] = {ds: dict(a=float(a[ds, s.porian_step]), delta=self.porian_delta(ds, s.porian_step))
                            for ds in ("rw", "owt2")}
             out.append(d)
-        return dict(steps=out, rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES))
+        return dict(steps=out, total=self.total(), level=self.level,
+                    rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES))
+
+    def table(self) -> pd.DataFrame:
+        """One row per step, as text: a and Δa with their intervals, Porian et al.'s a (Δa) per dataset,
+        seeds per point, and the change (or why there is no fit)."""
+        pct = f"{self.level:.0%}"
+        a = self.porian.set_index(["dataset", "step"])["a"]
+        rows = []
+        for s in self.steps:
+            theirs = {}
+            for ds, name in (("rw", "RW"), ("owt2", "OWT2")):
+                dp = self.porian_delta(ds, s.porian_step)
+                theirs[f"Porian {name} a (Δa)"] = (f"{a[ds, s.porian_step]:.3f}"
+                                                   + ("" if dp is None else f" ({dp:+.3f})"))
+            fit = s.has_fit
+            rows.append({"step": s.step,
+                         "a": f"{s.fit.a:.3f}" if fit else "n/a",
+                         f"a {pct}": _ci(s.fit.ci) if fit else "",
+                         "Δa": "" if s.delta is None else f"{s.delta:+.3f}",
+                         f"Δa {pct}": _ci(s.delta_ci, sign=True),
+                         **theirs,
+                         "seeds": "" if not s.seeds_max else (f"{s.seeds}" if s.seeds == s.seeds_max
+                                                              else f"{s.seeds}-{s.seeds_max}"),
+                         "change": s.change if fit else f"{s.change} [{s.reason or 'no fit'}]"})
+        return pd.DataFrame(rows)
 
     def summary(self) -> str:
-        a = self.porian.set_index(["dataset", "step"])["a"]
+        t = self.table()
+        widths = {c: max(len(c), *(len(str(v)) for v in t[c])) for c in t.columns}
+        left = {"change"}
+
+        def line(values) -> str:
+            return "  ".join(str(v).ljust(widths[c]) if c in left else str(v).rjust(widths[c])
+                             for c, v in zip(t.columns, values)).rstrip()
+
         lines = [f"Porian et al.'s ladder on our runs (seed means; points with loss ≥ {UNIFORM_SHARE:.0%} of ln V "
-                 f"dropped; budgets with < {MIN_SIZES} sizes left out; block-bootstrap intervals)",
-                 f"{'step':<5}{'a':>7}  {'95% interval':<16}{'Δa':>7}  {'95% interval':<18}"
-                 f"{'Porian RW a (Δa)':>18}{'OWT2 a (Δa)':>16}  change"]
-        for s in self.steps:
-            pa = {ds: a[ds, s.porian_step] for ds in ("rw", "owt2")}
-            pd_ = {ds: self.porian_delta(ds, s.porian_step) for ds in ("rw", "owt2")}
-            theirs = "".join(f"{pa[ds]:>10.3f} ({'':>5})" if pd_[ds] is None else f"{pa[ds]:>10.3f} ({pd_[ds]:+.3f})"
-                             for ds in ("rw", "owt2"))
-            if s.fit is None or not np.isfinite(s.fit.a):
-                lines.append(f"{s.step:<5}{'n/a':>7}  {'':<16}{'':>7}  {'':<18}{theirs}  {s.change} "
-                             f"[{s.reason or 'no fit'}]")
-                continue
-            ci = f"[{s.fit.ci[0]:.3f}, {s.fit.ci[1]:.3f}]"
-            delta = "" if s.delta is None else f"{s.delta:+.3f}"
-            dci = "" if s.delta_ci is None else f"[{s.delta_ci[0]:+.3f}, {s.delta_ci[1]:+.3f}]"
-            lines.append(f"{s.step:<5}{s.fit.a:>7.3f}  {ci:<16}{delta:>7}  {dci:<18}{theirs}  {s.change}")
-        lines.append("dropped: " + "; ".join(
-            f"step {s.step}: {s.dropped.get('near_uniform', 0)} near-uniform point(s), budgets with too few sizes "
-            f"{len(s.dropped.get('budgets_too_few_sizes', []))}, resamples dropped "
+                 f"dropped; budgets with < {MIN_SIZES} sizes left out; {self.level:.0%} block-bootstrap intervals)",
+                 line(t.columns)]
+        lines += [line(r) for r in t.itertuples(index=False)]
+        tot = self.total()
+        if tot["a_first_minus_last"] is not None:
+            lines.append(f"a{tot['first']} − a{tot['last']} = {tot['a_first_minus_last']:+.3f} "
+                         f"{_ci(tot['ci'], sign=True)}; Porian et al.: RW {tot['porian']['rw']:+.3f}, "
+                         f"OWT2 {tot['porian']['owt2']:+.3f}")
+        lines.append("dropped per step (near-uniform points / budgets with too few sizes / resamples): " + ", ".join(
+            f"{s.step}: {s.dropped.get('near_uniform', 0)}/{len(s.dropped.get('budgets_too_few_sizes', []))}/"
             f"{0 if s.fit is None else s.fit.n_dropped}" for s in self.steps))
         return "\n".join(lines)
 
@@ -190,9 +236,10 @@ def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N
         pts, vocab = _read(db, standard=(step == 1))
         kept, dropped = usable_points(pts, vocab)
         seeds = int(pts["seeds"].min()) if len(pts) else 0
+        seeds_max = int(pts["seeds"].max()) if len(pts) else 0
         if kept["flops"].nunique() < 2:
             out.append(LadderStep(step, preset, p_step, change, None, dropped, len(kept), seeds,
-                                  reason="fewer than 2 usable budgets"))
+                                  reason="fewer than 2 usable budgets", seeds_max=seeds_max))
             prev = None
             continue
         # step 1 uses step 0's seed so its shape draws pair with step 0's; the others draw independently
@@ -204,6 +251,6 @@ def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N
         if prev is not None and np.isfinite(fit.a) and np.isfinite(prev.a):
             delta, delta_ci = _delta(prev, fit, level)
         out.append(LadderStep(step, preset, p_step, change, fit, dropped, len(kept), seeds, delta, delta_ci,
-                              paired=step == 1 and universe0 is not None))
+                              paired=step == 1 and universe0 is not None, seeds_max=seeds_max))
         prev = fit
-    return LadderReport(tuple(out), porian)
+    return LadderReport(tuple(out), porian, level)
