@@ -3,9 +3,10 @@
     python -m scalinglab.harness.reproduce --profile full --results results --sweep-profile auto
 
 Each notebook gets only the parameters its `parameters` cell declares:
-``profile`` always, ``sweep_dir`` (notebook 02) and ``ladder_dir`` (notebook 03)
-when this run trained its own sweeps. Without a GPU the sweeps are skipped and
-the notebooks read the sweep results committed under data/sweeps/.
+``profile`` always, and ``sweep_dir`` (notebook 02) when this run trained its own
+sweeps. Without a GPU the sweeps are skipped and the notebooks read the sweep
+results committed under data/sweeps/. Notebook 03 scores the model ladder committed
+under data/models/ (its ``ladder_dir`` takes another exported ladder by hand).
 """
 
 from __future__ import annotations
@@ -44,9 +45,6 @@ def notebook_parameters(declared: set[str], profile: str, sweep_dir: Path | None
     if sweep_dir is not None:
         if "sweep_dir" in declared:
             params["sweep_dir"] = str(sweep_dir)
-        if "ladder_dir" in declared:
-            # Kaplan-style runs are one run per size: a model family ordered by size.
-            params["ladder_dir"] = str(sweep_dir / "kaplan.db.runs")
     return {k: v for k, v in params.items() if k in declared}
 
 
