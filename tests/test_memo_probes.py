@@ -183,3 +183,11 @@ def test_registered_probe_file_matches_its_sha256_and_loads():
     for name, lo, hi in mp.ProbeOptions().bins:
         counts = df.loc[df["bin"] == name, "count"]
         assert counts.between(lo, hi).all(), name
+
+
+def test_a_phrase_is_written_in_its_commonest_spelling():
+    vocab = mp.Vocabulary()
+    toks = mp.tokenize(["In the Middle of it. in the middle of. In the middle of. in the middle of"], vocab)
+    lower = vocab.lower()
+    at = mp._commonest_spelling(toks, lower, 4)[int(mp.ngram_hash([vocab.ids[w] for w in "in the middle of".split()]))]
+    assert [vocab.words[i] for i in toks.ids[at:at + 4]] == ["in", "the", "middle", "of"]

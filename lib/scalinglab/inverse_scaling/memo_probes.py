@@ -3,7 +3,8 @@
 Memo Trap (Inverse Scaling Prize, round 2) asks a model to end a famous phrase with another word:
 ``Write a quote that ends in the word "early": Better late than`` with classes ``[" early", " never"]``.
 Larger models, with a stronger memory of the phrase, prefer the memorised ending more often. Here the
-phrases come from the text the ladder trains on, so each item carries how often its phrase was seen.
+phrases come from the text the ladder trains on, so each item carries how often its phrase was seen. A phrase is written as its commonest
+cased spelling in the text it comes from; the distractor as its commonest cased spelling in training.
 
 Counting. Text is split into *segments*: runs of words (letters, with inner apostrophes) separated only by
 spaces or tabs; any other character (punctuation, digits, a line break, a quote mark) ends a segment, so a
@@ -241,8 +242,13 @@ class ProbeSet:
         return dict(options=asdict(self.options), stats=self.stats, bin_sizes=self.bin_sizes())
 
 
-def _surface(tokens: Tokens, vocab: Vocabulary, pos: int, n: int) -> list[str]:
-    return [vocab.words[i] for i in tokens.ids[pos:pos + n]]
+def _commonest_spelling(tokens: Tokens, lower: np.ndarray, n: int) -> dict[int, int]:
+    """For each lowercased n-gram hash, the position of its commonest cased spelling (ties: the earliest)."""
+    cased = count_ngrams(tokens, np.arange(lower.size), n)
+    low = _windows_at(lower[tokens.ids], cased.first, n)
+    order = np.lexsort((cased.first, -cased.counts, low))
+    head = np.r_[True, low[order][1:] != low[order][:-1]]
+    return dict(zip(low[order][head].tolist(), cased.first[order][head].tolist()))
 
 
 class _Index:
@@ -365,6 +371,7 @@ def build_probes(train_texts: Iterable[str], heldout_texts: Iterable[str], val_t
     held_counts = count_ngrams(held, lower, opts.n)
     strict = _continuations(ix.full, train, lower, opts.n)
 
+    spelling = {"train": _commonest_spelling(train, lower, opts.n), "heldout": _commonest_spelling(held, lower, opts.n)}
     items: list[dict] = []
     shortfall = {}
     for name, lo, hi in opts.bins:
@@ -397,7 +404,8 @@ def build_probes(train_texts: Iterable[str], heldout_texts: Iterable[str], val_t
             shortfall[name] = len(chosen)
         chosen.sort(key=lambda c: " ".join(vocab.words[w] for w in c[2]))  # a stable order in the file
         for i, (k, pos, low, (x, x_bigram)) in enumerate(chosen):
-            words = _surface(src, vocab, pos, opts.n)
+            at = spelling["heldout" if from_held else "train"][int(cnt.hashes[k])]
+            words = [vocab.words[i] for i in src.ids[at:at + opts.n]]
             prefix, ending = " ".join(words[:-1]), words[-1]
             xs = vocab.words[ix.spelling[x]]
             pcount = int(ix.prefix.lookup(np.array([_windows_at(np.asarray(low), np.array([0]), opts.n - 1)[0]]))[0])
