@@ -1,10 +1,11 @@
-"""Memo-Trap-style probes from our own corpus: phrases the ladder saw often, rarely or never, with a given ending.
+"""Memo-Trap-style probes from our own corpus: phrases the ladder saw often, rarely or never, to end otherwise.
 
 Memo Trap (Inverse Scaling Prize, round 2) asks a model to end a famous phrase with another word:
 ``Write a quote that ends in the word "early": Better late than`` with classes ``[" early", " never"]``.
 Larger models, with a stronger memory of the phrase, prefer the memorised ending more often. Here the
-phrases come from the text the ladder trains on, so each item carries how often its phrase was seen. A phrase is written as its commonest
-cased spelling in the text it comes from; the distractor as its commonest cased spelling in training.
+phrases come from the text the ladder trains on, so each item carries how often its phrase was seen.
+A phrase is written in its commonest cased spelling in the text it comes from, the distractor in its
+commonest spelling in training.
 
 Counting. Text is split into *segments*: runs of words (letters, with inner apostrophes) separated only by
 spaces or tabs; any other character (punctuation, digits, a line break, a quote mark) ends a segment, so a
@@ -20,13 +21,14 @@ distractor ``x`` is right, the phrase's own ending ``wn`` is the trap. Items are
 count in the counted (training) text: ``never`` phrases come from held-out text (training shards the
 ladder does not read), the other bins from the training text itself. In the trap bins (``common`` and
 above) ``wn`` is the most common continuation of ``w1 .. w(n-1)`` (strictly, and at least ``min_share``
-of the prefix's occurrences) and the phrase occurs in at least ``min_books`` books (so a bin is not one book's refrain). The distractor ``x`` is a common word
-(``min_word_count``) that follows ``w(n-1)`` somewhere in the training text but never follows the whole
-prefix, is not in the prefix, and is picked (seeded, per phrase) among the ``distractor_pool`` words whose
-bigram count after ``w(n-1)`` is closest to that of ``wn``: local word statistics then favour neither class
-much, and what is left is the memory of the longer phrase. Each item records the counts the analysis needs
-(phrase, prefix, bigram and unigram counts, its count in the validation text). Control bins (``never``,
-``rare``) exclude phrases that occur in the validation text.
+of the prefix's occurrences) and the phrase occurs in at least ``min_books`` books (not one book's
+refrain). The distractor ``x`` is a common word (``min_word_count``) that follows ``w(n-1)`` somewhere in
+the training text but never follows the whole prefix, is not in the prefix, and is picked (seeded, per
+phrase) among the ``distractor_pool`` words whose bigram count after ``w(n-1)`` is closest to that of
+``wn``. That match is close in the control bins but not in the trap bins, where the usual continuation is
+usually the commonest word after ``w(n-1)`` too; so each item records the counts the analysis needs as
+covariates (phrase, prefix, bigram and unigram counts, its count in the validation text). Control bins
+(``never``, ``rare``) exclude phrases that occur in the validation text.
 """
 
 from __future__ import annotations
@@ -399,13 +401,13 @@ def build_probes(train_texts: Iterable[str], heldout_texts: Iterable[str], val_t
             if pick is None:
                 continue
             used_prefix.add(tuple(low[:-1]))
-            chosen.append((k, pos, low, pick))
+            chosen.append((k, low, pick))
         if len(chosen) < opts.per_bin:
             shortfall[name] = len(chosen)
         chosen.sort(key=lambda c: " ".join(vocab.words[w] for w in c[2]))  # a stable order in the file
-        for i, (k, pos, low, (x, x_bigram)) in enumerate(chosen):
+        for i, (k, low, (x, x_bigram)) in enumerate(chosen):
             at = spelling["heldout" if from_held else "train"][int(cnt.hashes[k])]
-            words = [vocab.words[i] for i in src.ids[at:at + opts.n]]
+            words = [vocab.words[w] for w in src.ids[at:at + opts.n]]
             prefix, ending = " ".join(words[:-1]), words[-1]
             xs = vocab.words[ix.spelling[x]]
             pcount = int(ix.prefix.lookup(np.array([_windows_at(np.asarray(low), np.array([0]), opts.n - 1)[0]]))[0])

@@ -1,4 +1,6 @@
-"""Builds the Memo-Trap probe set from the corpus a sweep profile trains on: ``python -m scalinglab.inverse_scaling.memo_probes_build``.
+"""Builds the Memo-Trap probe set from the text a sweep profile trains on.
+
+Run as ``python -m scalinglab.inverse_scaling.memo_probes_build`` (``--help`` for the options).
 
 The counted text is exactly what the profile's token cache holds, ``corpus.books("train",
 max_bytes=profile.train_bytes)``, so a phrase's count is its count in the models' training data. The
@@ -19,6 +21,7 @@ from scalinglab.errors import UserError
 from scalinglab.inverse_scaling.memo_probes import ProbeOptions, build_probes
 
 DEFAULT_OUT = "data/probes/memo_probes.jsonl"
+DEFAULT_OPTIONS = ProbeOptions()
 
 
 def counted_shards(max_bytes: int | None) -> dict[str, int]:
@@ -47,7 +50,7 @@ def _take_bytes(books, max_bytes: int):
 
 
 def build(profile: str = "cpu-ladder", heldout_shard: str = "gutenberg-train-07", heldout_bytes: int = 5_000_000,
-          opts: ProbeOptions = ProbeOptions(), out: Path | str = DEFAULT_OUT, progress: bool = True) -> dict:
+          opts: ProbeOptions = DEFAULT_OPTIONS, out: Path | str = DEFAULT_OUT, progress: bool = True) -> dict:
     """Build, write ``out`` and return the summary."""
     from scalinglab import data
     from scalinglab.training import corpus
