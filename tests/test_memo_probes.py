@@ -107,6 +107,9 @@ def probes(corpus):
 
 def test_bins_are_balanced_and_items_are_memo_trap_rows(probes):
     assert probes.bin_sizes() == {"never": 10, "rare": 10, "common": 10, "very_common": 10}
+    for name, _, _ in OPTS.bins:  # the file's order: bins in turn, each sorted by lowercased phrase
+        phrases = [it["phrase"].lower() for it in probes.items if it["bin"] == name]
+        assert phrases == sorted(phrases) and [it["id"] for it in probes.items if it["bin"] == name][0] == f"{name}-0000"
     for it in probes.items:
         assert it["answer_index"] == 0 and it["classes"] == [" " + it["distractor"], " " + it["ending"]]
         assert it["prompt"] == f'Write a phrase that ends in the word "{it["distractor"]}": {it["prefix"]}'
@@ -162,6 +165,15 @@ def test_deterministic_for_a_seed(tmp_path, corpus, probes):
     assert [it["phrase"] for it in other.items] != [it["phrase"] for it in probes.items]
     df = mp.read_probe_file(a)  # the registry loader keeps every field and validates the rows
     assert len(df) == 40 and {"count", "bin", "classes"} <= set(df.columns)
+
+
+def test_bigram_matched_items_give_neither_class_a_local_advantage(corpus, probes):
+    train, held, val, _ = corpus
+    matched = mp.build_probes(train, held, val, mp.ProbeOptions(**{**OPTS.__dict__, "max_bigram_ratio": 1.5}))
+    assert matched.bin_sizes() == probes.bin_sizes()
+    for it in matched.items:
+        a, b = it["bigram_ending"] + 1, it["bigram_distractor"] + 1
+        assert max(a, b) <= 1.5 * min(a, b), it
 
 
 def test_too_little_text_for_the_bins_is_one_line(corpus):

@@ -210,6 +210,9 @@ class ProbeOptions:
     min_share: float = 0.25        # trap bins: the ending follows the prefix at least this often
     min_word_count: int = 50       # the distractor is a common word
     distractor_pool: int = 5       # pick among this many candidates closest in bigram count
+    # When set, keep only items whose distractor's bigram count after w(n-1) is within this factor of the
+    # ending's (counts + 1): local word statistics then favour neither class, in every bin.
+    max_bigram_ratio: float | None = None
     control_bins: tuple[str, ...] = ("never", "rare")
     never_bin: str = "never"
 
@@ -259,6 +262,7 @@ class _Index:
     def __init__(self, tokens: Tokens, vocab: Vocabulary, opts: ProbeOptions):
         n = opts.n
         self.min_word_count, self.pool = opts.min_word_count, opts.distractor_pool
+        self.max_ratio = opts.max_bigram_ratio
         self.vocab, self.tokens = vocab, tokens
         self.lower = vocab.lower()
         self.V = len(vocab.words)
@@ -333,6 +337,11 @@ def _distractor(ix: _Index, prefix_low: list[int], end_low: int, rng: random.Ran
         return None
     target = math.log1p(ix.bigram_count(last, end_low))
     dist = np.abs(np.log1p(counts) - target)
+    if ix.max_ratio is not None:  # (count + 1) within a factor max_ratio of the ending's
+        near = dist <= math.log(ix.max_ratio) + 1e-12
+        words, counts, dist = words[near], counts[near], dist[near]
+        if not words.size:
+            return None
     order = np.lexsort((words, dist))[: ix.pool]
     k = order[rng.randrange(order.size)]
     return int(words[k]), int(counts[k])
@@ -404,7 +413,7 @@ def build_probes(train_texts: Iterable[str], heldout_texts: Iterable[str], val_t
             chosen.append((k, low, pick))
         if len(chosen) < opts.per_bin:
             shortfall[name] = len(chosen)
-        chosen.sort(key=lambda c: " ".join(vocab.words[w] for w in c[2]))  # a stable order in the file
+        chosen.sort(key=lambda c: " ".join(vocab.words[w] for w in c[1]))  # by lowercased phrase: a stable order
         for i, (k, low, (x, x_bigram)) in enumerate(chosen):
             at = spelling["heldout" if from_held else "train"][int(cnt.hashes[k])]
             words = [vocab.words[w] for w in src.ids[at:at + opts.n]]
