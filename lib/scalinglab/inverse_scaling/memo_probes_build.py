@@ -86,11 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=ProbeOptions.n, help="words per phrase (prefix + ending)")
     p.add_argument("--per-bin", type=int, default=ProbeOptions.per_bin)
     p.add_argument("--seed", type=int, default=ProbeOptions.seed)
+    p.add_argument("--max-bigram-ratio", type=float, default=None,
+                   help="keep only items whose distractor's bigram count after the prefix's last word is within "
+                        "this factor of the ending's (default: no limit)")
     p.add_argument("--out", default=DEFAULT_OUT)
     a = p.parse_args(argv)
     try:
         summary = build(a.profile, a.heldout_shard, a.heldout_bytes,
-                        ProbeOptions(n=a.n, per_bin=a.per_bin, seed=a.seed), a.out)
+                        ProbeOptions(n=a.n, per_bin=a.per_bin, seed=a.seed, max_bigram_ratio=a.max_bigram_ratio), a.out)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
