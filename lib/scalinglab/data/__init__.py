@@ -4,6 +4,8 @@ Each dataset has a name, the public URL it comes from, its sha256, a licence
 note and a column schema (``lib/scalinglab/registry/*.toml``, one file per
 study). A file is found, in order:
 
+0. for data this project made and commits (``repo = true``), in the checkout's
+   ``data/`` folder (laid out like the mirror);
 1. under ``$SCALINGLAB_DATA_MIRROR`` (a folder laid out like ``shared/data``),
    which is only ever read;
 2. in the cache, ``$SCALINGLAB_CACHE`` or ``~/.cache/scalinglab``;
@@ -31,6 +33,7 @@ from pathlib import Path
 from scalinglab.errors import DataError, UserError
 
 REGISTRY_DIR = Path(__file__).with_name("registry")
+REPO_DATA = Path(__file__).resolve().parents[3] / "data"  # the checkout's data/ (absent from an installed wheel)
 MIRROR_ENV = "SCALINGLAB_DATA_MIRROR"
 CACHE_ENV = "SCALINGLAB_CACHE"
 FORMATS = ("csv", "jsonl", "json", "file")
@@ -60,6 +63,8 @@ class Dataset:
     # when online, or from a mirror that has them); `data verify` then
     # reports them as absent instead of failing.
     mirrored: bool = True
+    # True for data this project made and commits under the repository's data/ folder (same relative path).
+    repo: bool = False
     group: str = ""
 
 
@@ -155,7 +160,7 @@ def locate(name: str, *, download: bool = True) -> Path:
     """A local path to the dataset's file, verified against its sha256."""
     ds = get(name)
     mirror = mirror_root()
-    candidates = []
+    candidates = [REPO_DATA / ds.path] if ds.repo else []
     if mirror is not None:
         candidates.append(mirror / ds.path)
     cached = cache_root() / ds.path
