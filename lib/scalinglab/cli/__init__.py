@@ -20,6 +20,8 @@ from scalinglab.errors import UserError
 COMMAND_MODULES = (
     "fit",
     "saved",
+    "compare",
+
     "isoflop",
     "envelope",
     "params",
