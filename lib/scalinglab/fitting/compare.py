@@ -85,8 +85,8 @@ class Comparison:
             far = [lab for lab, out in zip("ab", r["outside"]) if out]
             if far:
                 lines.append(f"  WARNING: outside the fitted runs of {' and '.join(far)}: the comparison extrapolates")
-        lines += ["", f"intervals: {self.pairing} bootstrap percentiles (parameter uncertainty); losses compare only when both "
-                      "systems are evaluated in the same units (tokenizer, validation set)"]
+        lines += ["", f"intervals: {self.pairing} bootstrap percentiles (parameter uncertainty); losses compare "
+                      "only when both systems are evaluated in the same units (tokenizer, validation set)"]
         return "\n".join(lines)
 
 
