@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "fit",
     "saved",
     "compare",
+    "design",
 
     "isoflop",
     "envelope",
