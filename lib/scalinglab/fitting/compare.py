@@ -65,8 +65,8 @@ class Comparison:
     def summary(self) -> str:
         pct = f"{round(self.level * 100):d}%"
         a, b = self.fits
-        lines = [f"a = {self.labels[0]}: {a.n_rows} runs, status {a.status}",
-                 f"b = {self.labels[1]}: {b.n_rows} runs, status {b.status}",
+        lines = [f"a = {self.labels[0]} ({a.n_rows} runs, {a.status}); b = {self.labels[1]} ({b.n_rows} runs, "
+                 f"{b.status})",
                  f"bootstrap: {self.pairing}, {self.why}; {self.n_pairs} replicates where both fits converged", "",
                  f"{'':<14}{'a':>10}{'b':>10}{'a - b':>10}   {pct} interval of a - b"]
         for k in EXPONENTS:
@@ -75,7 +75,8 @@ class Comparison:
             lines.append(f"{name:<14}{getattr(a, k):>10.4g}{getattr(b, k):>10.4g}{d['estimate']:>+10.3g}   "
                          f"[{d['ci'][0]:+.3g}, {d['ci'][1]:+.3g}]" + ("   excludes 0" if _excludes(d['ci'], 0) else ""))
         for r in self.budgets:
-            lines += ["", f"at C = {r['C']:.3g} FLOP, each system at its own compute-optimal allocation:"]
+            lines += ["", f"at C = {r['C']:.3g} FLOP, each system at its own compute-optimal allocation (losses "
+                          "compare only in the same units: tokenizer, validation set):"]
             ratio, dl = r["n_opt_ratio"], r["loss_difference"]
             lines.append(f"  N_opt  a {r['n_opt'][0]:.4g}, b {r['n_opt'][1]:.4g}; a/b {ratio['estimate']:.3g}   "
                          f"[{ratio['ci'][0]:.3g}, {ratio['ci'][1]:.3g}]")
@@ -85,8 +86,6 @@ class Comparison:
             far = [lab for lab, out in zip("ab", r["outside"]) if out]
             if far:
                 lines.append(f"  WARNING: outside the fitted runs of {' and '.join(far)}: the comparison extrapolates")
-        lines += ["", f"intervals: {self.pairing} bootstrap percentiles (parameter uncertainty); losses compare "
-                      "only when both systems are evaluated in the same units (tokenizer, validation set)"]
         return "\n".join(lines)
 
 

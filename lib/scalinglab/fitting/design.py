@@ -188,18 +188,17 @@ class DesignResult:
             used = sum(r["C"] for r in self.proposed)
             lines.append(f"next {len(self.proposed)} runs (greedy, best first; {used:.3g} of {self.budget_left:.3g} "
                          "FLOP):")
-            lines.append(f"{'':>3}{'N':>11}{'D':>11}{'C = 6ND':>11}{'D/N':>8}{'width after':>13}{'beyond':>10}")
+            lines.append(f"{'':>3}{'N':>11}{'D':>11}{'C = 6ND':>11}{'D/N':>8}{'width after':>13}  beyond today's runs")
             for i, r in enumerate(self.proposed):
                 lines.append(f"{i + 1:>3}{r['N']:>11.4g}{r['D']:>11.4g}{r['C']:>11.3g}{r['D'] / r['N']:>8.1f}"
-                             f"{r['width_after']:>13.3f}{r['beyond']:>10}")
+                             f"{r['width_after']:>13.3f}  {'yes' if r['extrapolation']['outside'] else 'no'}")
             lines.append(f"expected width {self.width:.3f} decades: shrinks the interval by "
                          f"{1 - self.width / self.width_now:.0%}")
         if self.proposal:
             p = self.proposal
             lines += ["", f"your proposal ({p['source']}): {p['n']} runs, {p['C']:.3g} of {self.budget_left:.3g} FLOP; "
                           f"expected width {p['width']:.3f} decades: shrinks the interval by {p['shrinkage']:.0%}"]
-        lines += ["", "by simulation under the fitted law's form (new losses = a bootstrap law + residual noise); "
-                      "beyond = decades outside today's runs"]
+        lines += ["", "by simulation under the fitted law's form (new losses = a bootstrap law + residual noise)"]
         return "\n".join(lines)
 
 
