@@ -195,3 +195,18 @@ def test_epochs_chinchilla_optimum_lies_outside_the_data(mirror, capsys):
     assert main(["fit", "--dataset", "epoch-chinchilla", "--drop-highest", "5", "--compute", "5.88e23"]) == 0
     text = capsys.readouterr().out
     assert "WARNING: this allocation lies outside the fitted runs" in text
+
+
+def test_held_out_rows_carry_their_distance(runs_csv, capsys):
+    # Hold out the runs with N > 3e8: the fit sees N up to 3e8, so each held-out run lies
+    # log10(N / max fitted N) decades beyond it in N (or, Mahalanobis-wise, off the cloud).
+    assert main(["fit", str(runs_csv), "--holdout", "N>3e8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    N = np.array([r["N"] for r in out["holdout"]["rows"]])
+    ext = [r["extrapolation"] for r in out["holdout"]["rows"]]
+    _, cols = _columns(runs_csv)
+    top = cols[0][cols[0] <= 3e8].max()
+    assert all(e["outside"] for e in ext)
+    assert [e["decades_N"] for e in ext] == pytest.approx(list(np.log10(N / top)))
+    assert main(["fit", str(runs_csv), "--holdout", "N>3e8"]) == 0
+    assert f"{len(N)} of {len(N)} outside" in capsys.readouterr().out

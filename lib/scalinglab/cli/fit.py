@@ -213,6 +213,10 @@ def _run(args) -> int:
 
     if predictions is not None:  # each held-out or predicted run's distance from the fitted runs
         predictions = forecast.with_domain(predictions, N, D)
+        if args.holdout:
+            from dataclasses import replace
+
+            check = replace(check, heldout=predictions)
     allocation = forecast.allocations(res, args.compute, N, D, L) if args.compute else None
     unusable = _allocation_problem(res, allocation) if allocation else None
     if unusable:
