@@ -210,3 +210,9 @@ def test_held_out_rows_carry_their_distance(runs_csv, capsys):
     assert [e["decades_N"] for e in ext] == pytest.approx(list(np.log10(N / top)))
     assert main(["fit", str(runs_csv), "--holdout", "N>3e8"]) == 0
     assert f"{len(N)} of {len(N)} outside" in capsys.readouterr().out
+
+
+def test_save_to_a_missing_folder_is_refused_before_the_fit(runs_csv, tmp_path, capsys):
+    assert main(["fit", str(runs_csv), "--save", str(tmp_path / "nowhere" / "fit.slfit")]) == 2
+    err = capsys.readouterr().err
+    assert "no folder" in err and err.count("\n") == 1

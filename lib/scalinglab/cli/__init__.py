@@ -22,7 +22,6 @@ COMMAND_MODULES = (
     "saved",
     "compare",
     "design",
-
     "isoflop",
     "envelope",
     "params",

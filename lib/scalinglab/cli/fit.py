@@ -161,6 +161,10 @@ def _run(args) -> int:
         from scalinglab.fitting.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.save:
+        from scalinglab.fitting.saved import check_save_path
+
+        check_save_path(args.save)
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
     boot = dict(n_boot=args.bootstrap, seed=args.seed, level=args.level, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label

@@ -98,6 +98,17 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
                      "loss": np.asarray(saved.L, float).tolist(), "sha256": saved.data_hash}}
 
 
+def check_save_path(path) -> None:
+    """A UserError now, before a long fit, when ``path`` cannot be written: no such folder, or a folder."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"--save {path}: is a folder; give a file name, e.g. {p / 'fit.slfit'}")
+    if not p.parent.is_dir():
+        raise UserError(f"--save {path}: no folder {str(p.parent)!r} to write it in")
+
+
 def save(path, saved: SavedFit) -> None:
     """Write ``saved`` to ``path`` (a zip holding fit.json), or a UserError naming the path."""
     text = json.dumps(to_json(saved), allow_nan=True)  # grad_norm/objective may be NaN: JSON's NaN extension
