@@ -19,6 +19,9 @@ from scalinglab.errors import UserError
 # One module per subcommand, in the order `--help` lists them.
 COMMAND_MODULES = (
     "fit",
+    "saved",
+    "compare",
+    "design",
     "isoflop",
     "envelope",
     "params",

@@ -62,6 +62,9 @@ def register(sub) -> None:
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the runs against the fitted law (loss vs compute with the law for several N, "
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
+    p.add_argument("--save", metavar="FILE",
+                   help="also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
+                        "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)
 
@@ -158,6 +161,10 @@ def _run(args) -> int:
         from scalinglab.fitting.plot import check_plot_path
 
         check_plot_path(args.plot)
+    if args.save:
+        from scalinglab.fitting.saved import check_save_path
+
+        check_save_path(args.save)
     cols = dict(n_col=n_col, d_col=d_col, loss_col=loss_col, c_col=c_col)
     boot = dict(n_boot=args.bootstrap, seed=args.seed, level=args.level, progress=args.bootstrap > 0 and sys.stderr.isatty())
     check, check_label = None, label
@@ -206,7 +213,15 @@ def _run(args) -> int:
                         f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the column "
                         "must hold each run's training compute in FLOP")
     predictions = getattr(check, "heldout", check)
-    allocation = F.compute_optimal(res, args.compute) if args.compute else None
+    from scalinglab.fitting import forecast
+
+    if predictions is not None:  # each held-out or predicted run's distance from the fitted runs
+        predictions = forecast.with_domain(predictions, N, D)
+        if args.holdout:
+            from dataclasses import replace
+
+            check = replace(check, heldout=predictions)
+    allocation = forecast.allocations(res, args.compute, N, D, L) if args.compute else None
     unusable = _allocation_problem(res, allocation) if allocation else None
     if unusable:
         allocation = None
@@ -216,10 +231,17 @@ def _run(args) -> int:
         others = None if predictions is None else (predictions.N, predictions.D, predictions.actual)
         what = "held out" if args.holdout else f"from {check_label}"
         save_fit_figure(args.plot, res, N, D, L, others=others, others_label=what, title=label)
+    if args.save:
+        from scalinglab.fitting import saved
+
+        saved.save(args.save, saved.SavedFit(res, np.asarray(N, float), np.asarray(D, float), np.asarray(L, float),
+                                             columns=cols, source=label, n_dropped=args.drop_highest))
     if args.json:
         out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
         if args.plot:
             out["plot"] = args.plot
+        if args.save:
+            out["saved"] = args.save
         if args.where:
             out["where"] = list(args.where)
         if args.holdout:
@@ -237,7 +259,7 @@ def _run(args) -> int:
         print(res.summary(label, args.drop_highest))
         if allocation:
             print()
-            print(F.allocation_summary(allocation))
+            print(forecast.allocation_text(allocation))
         elif unusable:
             print()
             print(f"compute-optimal allocation: none, the fit cannot support one ({unusable}); exit status {UNUSABLE}")
@@ -248,6 +270,9 @@ def _run(args) -> int:
         if args.plot:
             print()
             print(f"plot written to {args.plot}")
+        if args.save:
+            print()
+            print(f"fit saved to {args.save}")
     return UNUSABLE if unusable else 0
 
 

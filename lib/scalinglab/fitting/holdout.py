@@ -1,27 +1,21 @@
 """Held-out checks: fit L(N, D) on some runs, predict the others, report the relative errors.
 
-A fitted law is only as good as its extrapolation, so the test of one is runs
-it never saw: over-trained runs (large D/N) or larger models. ``holdout``
-splits a table by a mask or by small conditions (``"tokens>1e11"``), fits the
-training part with ``fit.fit_arrays`` and returns per-row predictions,
-relative errors and a summary. When a bootstrap was run, each converged
-replicate predicts every held-out row, and the percentiles of those
-predictions give an interval.
+A fitted law is only as good as its extrapolation, so the test of one is runs it never saw: over-trained
+runs (large D/N) or larger models. ``holdout`` splits a table by a mask or by small conditions
+(``"tokens>1e11"``), fits the training part with ``fit.fit_arrays`` and returns per-row predictions,
+relative errors and a summary. When a bootstrap was run, each converged replicate predicts every held-out
+row, and the percentiles of those predictions give an interval.
 
-That interval is parameter uncertainty only: it has no term for run-to-run
-noise or for the law's form being wrong, so held-out runs falling outside it
-say the form (or the training range) does not extrapolate, not that the
-interval is too narrow by a constant. It is also only as wide as the
-resampling unit allows: when several rows come from one model (checkpoints,
-cooldowns, eval sets), those rows are not independent, and ``groups=``
-resamples whole models (a cluster bootstrap) instead of rows.
-``leave_one_group_out`` is the matching control: how far off is a model of
+That interval is parameter uncertainty only (the mean law's; ``fitting.forecast`` adds run noise): held-out
+runs outside it say the form (or the training range) does not extrapolate, not that the interval is too
+narrow by a constant. It is also only as wide as the resampling unit allows: when several rows come from
+one model (checkpoints, cooldowns, eval sets), they are not independent, and ``groups=`` resamples whole
+models (a cluster bootstrap). ``leave_one_group_out`` is the matching control: how far off is a model of
 the kind the law *was* fitted on, when it is left out?
 
-Conditions are ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``:
-the cell contains VALUE as a substring). They are parsed here, never
-evaluated, and numpy is the only dependency, so ``scalinglab fit`` keeps its
-fast start.
+Conditions are ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``: the cell contains VALUE),
+parsed here, never evaluated; numpy only, so ``scalinglab fit`` keeps its fast start. Each row can carry
+its distance from the fitted runs (``fitting.domain``; ``forecast.with_domain`` adds it).
 """
 
 from __future__ import annotations
@@ -34,6 +28,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.domain import legend, short
 from scalinglab.serialization import to_jsonable
 
 OPS = ("<=", ">=", "==", "!=", "<", ">", "~")  # two-character operators first, so "<=" is not read as "<"
@@ -156,6 +151,7 @@ class Predictions:
     upper: np.ndarray
     level: float
     draws: np.ndarray | None = None  # (replicates, rows): each bootstrap replicate's predictions
+    extrapolation: tuple[dict[str, Any], ...] | None = None
 
     @property
     def rel_error(self) -> np.ndarray:
@@ -165,7 +161,8 @@ class Predictions:
         """The same predictions for the rows where ``keep`` (a mask over these rows) is True."""
         keep = np.asarray(keep, bool)
         cut = {k: getattr(self, k)[keep] for k in ("rows", "N", "D", "actual", "predicted", "lower", "upper")}
-        return replace(self, **cut, draws=None if self.draws is None else self.draws[:, keep])
+        ext = self.extrapolation and tuple(e for e, k in zip(self.extrapolation, keep) if k)
+        return replace(self, **cut, draws=None if self.draws is None else self.draws[:, keep], extrapolation=ext)
 
     def error_intervals(self, level: float | None = None) -> dict[str, tuple[float, float]]:
         """Percentile intervals over the bootstrap replicates for the summary's error statistics
@@ -227,6 +224,8 @@ class Predictions:
                    "rel_error": float(self.rel_error[i])}
             if self.has_interval:
                 row["interval"] = [float(self.lower[i]), float(self.upper[i])]
+            if self.extrapolation is not None:
+                row["extrapolation"] = self.extrapolation[i]
             rows.append(row)
         return to_jsonable({"summary": self.stats(), "rows": rows})
 
@@ -234,13 +233,16 @@ class Predictions:
         """The table `scalinglab fit --holdout/--predict` prints: one line per run, then the errors.
         ``what`` says where the runs come from ("held out (...)"); ``n_fit``: the runs the law was fitted on."""
         interval = self.has_interval
-        fitted = "" if n_fit is None else f"; the law was fitted on {n_fit}"
+        ext, fitted = self.extrapolation, "" if n_fit is None else f"; the law was fitted on {n_fit}"
         lines = [f"{len(self.rows)} runs {what}{fitted}",
                  f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
-                 + (f"   {round(self.level * 100):d}% interval" if interval else "")]
+                 + (f"{'beyond':>11}" if ext is not None else "")
+                 + (f"   {round(self.level * 100):d}% interval (mean law)" if interval else "")]
         for i in range(len(self.rows)):
             row = (f"{self.rows[i]:>5d}{self.N[i]:>12.4g}{self.D[i]:>12.4g}{self.actual[i]:>10.4f}"
                    f"{self.predicted[i]:>11.4f}{self.rel_error[i]:>+10.2%}")
+            if ext is not None:
+                row += f"{short(ext[i]):>11}"
             if interval:
                 row += f"   [{self.lower[i]:.4f}, {self.upper[i]:.4f}]" + ("" if self.inside[i] else "  outside")
             lines.append(row)
@@ -250,6 +252,7 @@ class Predictions:
         if interval:
             tail += f"; {s['n_inside_interval']} of {s['n']} inside their interval (parameter uncertainty only)"
         lines += ["", tail, "rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
+        lines += [legend(ext)] if ext is not None else []
         return "\n".join(lines)
 
 

@@ -1,0 +1,256 @@
+"""Saved fits (``.slfit``): an Approach-3 fit written once and reloaded bit for bit, never refitted.
+
+The format (version 1) is a zip archive holding one member, ``fit.json``, a JSON object:
+
+- ``format``: ``"scalinglab-fit"``; ``version``: 1; ``written_by``: the scalinglab version;
+- ``law``: E, A, B, alpha, beta; ``fit``: objective, status, at_bound, unidentified, n_rows, n_starts, grad_norm;
+- ``options``: every ``FitOptions`` field (Huber δ, bounds, tolerances, fixed parameters, tied exponents);
+- ``bootstrap``: null, or samples (converged replicates × E, A, B, alpha, beta), converged (one bool per
+  resample), n_boot, n_failed, level, seed, free, constant, unit, n_units;
+- ``data``: the fitted runs (N, D, loss), the column names they came from (``columns``), the source, the
+  highest losses dropped, and ``sha256``, the hash of the runs (``data_hash``), checked on loading.
+
+Floats are written with Python's shortest round-tripping repr, so they read back to the same bits.
+Loading is JSON parsing and checks only: nothing in the file is executed (no pickle), the archive's
+size is bounded, and anything malformed, corrupt or from a newer format is a one-line ``UserError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import zipfile
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from scalinglab.errors import UserError
+from scalinglab.fitting.domain import Domain
+from scalinglab.fitting.law import PARAMS
+from scalinglab.fitting.options import FitOptions
+from scalinglab.fitting.results import Bootstrap, FitResult
+
+FORMAT = "scalinglab-fit"
+VERSION = 1
+MEMBER = "fit.json"
+MAX_BYTES = 256 * 2**20  # fit.json uncompressed: 4,000 replicates and 10,000 runs need under 2 MB
+SUFFIX = ".slfit"
+
+
+@dataclass(frozen=True)
+class SavedFit:
+    """A fit with the runs it was fitted on: enough to predict, allocate and measure extrapolation."""
+
+    result: FitResult
+    N: np.ndarray
+    D: np.ndarray
+    L: np.ndarray
+    columns: dict[str, str | None]  # n_col, d_col, c_col, loss_col as given to the fit
+    source: str = ""
+    n_dropped: int = 0
+
+    @cached_property
+    def domain(self) -> Domain:
+        return Domain.from_runs(self.N, self.D)
+
+    @cached_property
+    def residual_sd(self) -> float:
+        from scalinglab.fitting.forecast import residual_sd
+
+        return residual_sd(self.result, self.N, self.D, self.L)
+
+    @property
+    def data_hash(self) -> str:
+        return data_hash(self.N, self.D, self.L)
+
+
+def data_hash(N, D, L) -> str:
+    """sha256 of the runs as float64 little-endian bytes, N then D then loss."""
+    h = hashlib.sha256()
+    for x in (N, D, L):
+        h.update(np.ascontiguousarray(np.asarray(x, dtype="<f8")).tobytes())
+    return h.hexdigest()
+
+
+def to_json(saved: SavedFit) -> dict[str, Any]:
+    res, bs = saved.result, saved.result.bootstrap
+    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions)}
+    opts["fixed"] = [list(p) for p in opts["fixed"]]
+    opts["lower"], opts["upper"] = list(opts["lower"]), list(opts["upper"])
+    boot = None
+    if bs is not None:
+        boot = {"samples": bs.samples.tolist(), "converged": bs.converged.astype(bool).tolist(), "n_boot": bs.n_boot,
+                "n_failed": bs.n_failed, "level": bs.level, "seed": bs.seed, "free": list(bs.free),
+                "constant": list(bs.constant), "unit": bs.unit, "n_units": bs.n_units}
+    from scalinglab import __version__
+
+    return {"format": FORMAT, "version": VERSION, "written_by": f"scalinglab {__version__}",
+            "law": res.params(),
+            "fit": {"objective": res.objective, "status": res.status, "at_bound": list(res.at_bound),
+                    "unidentified": list(res.unidentified), "n_rows": res.n_rows, "n_starts": res.n_starts,
+                    "grad_norm": res.grad_norm},
+            "options": opts, "bootstrap": boot,
+            "data": {"source": saved.source, "n_dropped": saved.n_dropped, "columns": saved.columns,
+                     "N": np.asarray(saved.N, float).tolist(), "D": np.asarray(saved.D, float).tolist(),
+                     "loss": np.asarray(saved.L, float).tolist(), "sha256": saved.data_hash}}
+
+
+def check_save_path(path) -> None:
+    """A UserError now, before a long fit, when ``path`` cannot be written: no such folder, or a folder."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"--save {path}: is a folder; give a file name, e.g. {p / 'fit.slfit'}")
+    if not p.parent.is_dir():
+        raise UserError(f"--save {path}: no folder {str(p.parent)!r} to write it in")
+
+
+def save(path, saved: SavedFit) -> None:
+    """Write ``saved`` to ``path`` (a zip holding fit.json), or a UserError naming the path."""
+    text = json.dumps(to_json(saved), allow_nan=True)  # grad_norm/objective may be NaN: JSON's NaN extension
+    try:
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(MEMBER, text)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def load(path) -> SavedFit:
+    """Read a saved fit, or a one-line UserError: not a zip, no fit.json, too large, not JSON, another
+    format, a newer version, a missing or mistyped field, or runs that do not match their hash."""
+    where = str(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            try:
+                info = zf.getinfo(MEMBER)
+            except KeyError:
+                raise UserError(f"{where}: not a scalinglab fit file (no {MEMBER} in the archive)") from None
+            if info.file_size > MAX_BYTES:
+                raise UserError(f"{where}: {MEMBER} would unpack to {info.file_size} bytes, over the "
+                                f"{MAX_BYTES} allowed")
+            with zf.open(info) as fh:
+                raw = fh.read(MAX_BYTES + 1)
+    except UserError:
+        raise
+    except FileNotFoundError:
+        raise UserError(f"{where}: no such file") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            ValueError) as exc:
+        raise UserError(f"{where}: not a scalinglab fit file (not a readable zip archive: {exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"{where}: {MEMBER} unpacks to more than {MAX_BYTES} bytes")
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UserError(f"{where}: {MEMBER} is not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+    try:
+        return from_json(obj)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0][:120]
+        raise UserError(f"{where}: a corrupt scalinglab fit file ({what})") from None
+
+
+def _float(x, name: str, finite: bool = True) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{name} must be a number, not {type(x).__name__}")
+    x = float(x)
+    if finite and not math.isfinite(x):
+        raise ValueError(f"{name} must be finite")
+    return x
+
+
+def _int(x, name: str, lo: int = 0) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}")
+    return x
+
+
+def _strs(x, name: str) -> tuple[str, ...]:
+    if not isinstance(x, list) or not all(isinstance(s, str) for s in x):
+        raise ValueError(f"{name} must be a list of strings")
+    return tuple(x)
+
+
+def _array(x, name: str, shape_tail: tuple[int, ...] = (), positive: bool = False) -> np.ndarray:
+    if not isinstance(x, list):
+        raise ValueError(f"{name} must be a list")
+    a = np.array(x, dtype=object)
+    if a.shape[1:] != shape_tail or a.ndim != 1 + len(shape_tail):
+        raise ValueError(f"{name} has shape {a.shape}, expected (n, {', '.join(map(str, shape_tail))})"
+                         if shape_tail else f"{name} must be a flat list of numbers")
+    flat = [_float(v, name) for v in a.ravel()]
+    out = np.array(flat, dtype=float).reshape(a.shape)
+    if positive and (out <= 0).any():
+        raise ValueError(f"{name} must be positive")
+    return out
+
+
+def from_json(obj: Any) -> SavedFit:
+    """A SavedFit from fit.json's object; ValueError/KeyError/TypeError on a malformed one (``load`` words it)."""
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise UserError(f"not a scalinglab fit file (format {obj.get('format') if isinstance(obj, dict) else None!r}, "
+                        f"expected {FORMAT!r})")
+    version = obj.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise UserError(f"a corrupt scalinglab fit file (version {version!r})")
+    if version > VERSION:
+        by = str(obj.get("written_by", "a newer scalinglab"))[:40]
+        raise UserError(f"written in fit format version {version} by {by}; "
+                        f"this scalinglab reads version {VERSION} and older: upgrade scalinglab")
+    if version < 1:
+        raise UserError(f"a corrupt scalinglab fit file (version {version})")
+    law = {k: _float(obj["law"][k], k) for k in PARAMS}
+    o = dict(obj["options"])
+    known = {f.name for f in fields(FitOptions)}
+    unknown = sorted(set(o) - known)
+    if unknown:
+        raise ValueError(f"unknown option {unknown[0]!r}")
+    o["fixed"] = tuple((str(name), _float(v, f"fixed {name}")) for name, v in o.get("fixed", []))
+    for k in ("lower", "upper"):
+        o[k] = tuple(float(v) for v in _array(o[k], k))
+        if len(o[k]) != 5:
+            raise ValueError(f"options {k} must hold 5 numbers")
+    options = FitOptions(**o)
+    fit = obj["fit"]
+    status = fit["status"]
+    if status not in ("converged", "max_iter", "at_bound", "unidentified"):
+        raise ValueError(f"unknown status {status!r}")
+    bs = None
+    b = obj["bootstrap"]
+    if b is not None:
+        samples = _array(b["samples"], "bootstrap samples", (5,))
+        conv = b["converged"]
+        if not isinstance(conv, list) or not all(isinstance(v, bool) for v in conv):
+            raise ValueError("bootstrap converged must be a list of booleans")
+        if len(conv) != _int(b["n_boot"], "n_boot") or sum(conv) != len(samples):
+            raise ValueError("bootstrap sizes disagree (n_boot, converged, samples)")
+        level = _float(b["level"], "level")
+        if not 0 < level < 1:
+            raise ValueError("bootstrap level must lie between 0 and 1")
+        n_units = b["n_units"]
+        bs = Bootstrap(samples=samples, converged=np.array(conv, bool), n_boot=b["n_boot"],
+                       n_failed=_int(b["n_failed"], "n_failed"), level=level, seed=_int(b["seed"], "seed"),
+                       free=_strs(b["free"], "free"), constant=_strs(b["constant"], "constant"), unit=str(b["unit"]),
+                       n_units=None if n_units is None else _int(n_units, "n_units"))
+    result = FitResult(**law, objective=_float(fit["objective"], "objective", finite=False), status=status,
+                       at_bound=_strs(fit["at_bound"], "at_bound"),
+                       unidentified=_strs(fit["unidentified"], "unidentified"),
+                       n_rows=_int(fit["n_rows"], "n_rows"), n_starts=_int(fit["n_starts"], "n_starts"),
+                       grad_norm=_float(fit["grad_norm"], "grad_norm", finite=False), options=options, bootstrap=bs)
+    d = obj["data"]
+    N, D, L = (_array(d[k], k, positive=True) for k in ("N", "D", "loss"))
+    if not len(N) == len(D) == len(L) == result.n_rows or len(N) < 2:
+        raise ValueError(f"the runs' columns hold {len(N)}, {len(D)}, {len(L)} values for n_rows {result.n_rows}")
+    cols = d["columns"]
+    if not isinstance(cols, dict) or not all(isinstance(v, (str, type(None))) for v in cols.values()):
+        raise ValueError("data columns must map names to strings")
+    if data_hash(N, D, L) != d["sha256"]:
+        raise UserError("its runs do not match their sha256 (the file was altered or damaged)")
+    return SavedFit(result=result, N=N, D=D, L=L, columns=dict(cols), source=str(d["source"]),
+                    n_dropped=_int(d["n_dropped"], "n_dropped"))
