@@ -118,3 +118,24 @@ def test_paired_difference_pairs_by_question_and_its_interval_shrinks_with_agree
     assert k.difference == 0 and k.ci_low == k.ci_high == 0
     with pytest.raises(UserError, match="no rows with variant"):
         paired_difference(pd.DataFrame(rows), "variant", "negated", "other", "qid")
+
+
+def test_frequency_interaction_recovers_a_known_interaction():
+    import pandas as pd
+    from scalinglab.inverse_scaling.model_ladder import frequency_interaction
+
+    rng = np.random.default_rng(0)
+    items = pd.DataFrame(dict(id=np.arange(600), count=rng.choice([0, 2, 20, 200], 600),
+                              bigram_ending=rng.integers(10, 100, 600), bigram_distractor=rng.integers(10, 100, 600)))
+    rows = []
+    for c in (1e11, 1e12, 1e13, 1e14):
+        x = np.log10(c) - 12.5
+        f = np.log10(items["count"] + 1) - np.log10(items["count"] + 1).mean()
+        logit = 0.2 + 0.1 * x - 0.3 * f - 0.4 * x * f  # frequent phrases get worse with compute, rare ones better
+        rows.append(items.assign(compute=c, correct=(rng.random(600) < 1 / (1 + np.exp(-logit))).astype(int)))
+    out = frequency_interaction(pd.concat(rows))
+    # 2,400 rows: the interaction's se is ~0.05, so -0.4 is recovered within a few se and the interval excludes 0
+    assert out["interaction"]["ci"][0] < -0.4 < out["interaction"]["ci"][1] and out["interaction"]["ci"][1] < 0
+    assert out["items"] == 600 and out["models"] == 4
+    with pytest.raises(UserError, match="no column 'count'"):
+        frequency_interaction(pd.concat(rows).drop(columns="count"))

@@ -426,19 +426,16 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
     models = list(acc.data)
     recount = s.sub("neqa_gpt3_recount")
     matches = recount("matches_compiled_table")
-    out.append(Finding(
-        "NeQA on GPT-3, a recount of the prize pipeline's per-example outputs (no independent published source "
-        "offline): accuracy " + ", ".join(f"{m} {dec(acc(m), 2)}" for m in models)
-        + " (chance 0.50); " + ("equal to the table compiled from the same files" if matches
-                                else "NOT equal to the table compiled from the same files")
-        + ", and the largest model answers negated questions worse than chance."))
-
     t, own, tol = s.sub("neqa_gpt3_trend"), s.sub("neqa_gpt3_own_scale"), s.sub("neqa_gpt3_tolerable_scatter")
     out.append(Finding(
-        f"NeQA's trend on GPT-3 is called {t('trend')} by the binomial GLM ({pval(t('p_trend'))}; slope "
-        f"{dec(t('slope'), 2, sign=True)} in logit per decade of parameters), significant against sampling noise only: "
-        f"with four models the test against between-model scatter has no power (F(2, {sig(own('df'), 1)}), "
-        f"{pval(own('p_trend'))}), and the call holds as long as that scatter's sd is below "
+        "NeQA on GPT-3, a recount of the prize pipeline's per-example outputs (no independent published source "
+        "offline; " + ("equal to the table compiled from the same files" if matches
+                       else "NOT equal to the table compiled from the same files")
+        + "): accuracy " + ", ".join(f"{m} {dec(acc(m), 2)}" for m in models)
+        + f" (chance 0.50), called {t('trend')} by the binomial GLM ({pval(t('p_trend'))}; slope "
+        f"{dec(t('slope'), 2, sign=True)} logit per decade). That is significant against sampling noise only: with "
+        f"four models the test against between-model scatter has no power (F(2, {sig(own('df'), 1)}), "
+        f"{pval(own('p_trend'))}), and the call holds while that scatter's sd is below "
         f"{dec(tol('max_between_model_sd'), 3)} in accuracy."))
 
     counts, disp = s.sub("obsscaling_counts"), s.sub("obsscaling_pooled_dispersion")
@@ -477,7 +474,28 @@ def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
            else "some benchmarks scale inversely even on one family trained on one dataset.")))
 
     out.append(_ladder_finding(s))
+    out.append(_probe_finding(s))
     return _cap(out)
+
+
+def _probe_finding(s: _Summary) -> Finding:
+    """Notebook 03 section 4: the memorised-phrase trap built from the ladder's own training text."""
+    rows = s("ladder_probes")
+    top = max(r["compute"] for r in rows)
+    largest = {r["bin"]: r for r in rows if r["compute"] == top}
+    b3 = s("ladder_probe_interaction", "interaction")
+    lo, hi = b3["ci"]
+    verdict = ("larger models lose more on frequent phrases, the trap's mechanism" if hi < 0 else
+               "larger models gain more on frequent phrases" if lo > 0 else
+               "the ladder cannot tell whether frequency changes how accuracy scales")
+    return Finding(
+        f"Memorised-phrase probes from the ladder's own training text ({largest['never']['n']} phrases per bin of "
+        f"training count): the largest model answers the asked-for word on {dec(largest['never']['accuracy'], 2)} "
+        f"{interval((largest['never']['ci_low'], largest['never']['ci_high']), lambda v: dec(v, 2))} of never-seen "
+        f"phrases and {dec(largest['very_common']['accuracy'], 2)} "
+        f"{interval((largest['very_common']['ci_low'], largest['very_common']['ci_high']), lambda v: dec(v, 2))} "
+        f"of very common ones; the compute-by-frequency interaction is {dec(b3['coef'], 2, sign=True)} "
+        f"{interval((lo, hi), lambda v: dec(v, 2, sign=True))}: {verdict}.")
 
 
 def _ladder_finding(s: _Summary) -> Finding:

@@ -109,3 +109,39 @@ def paired_difference(per_example, by: str, a: str, b: str, pair: str, level: fl
                          f"accuracy_{b}": wide[b].mean()}, difference=d.mean(), ci_low=d.mean() - half,
                          ci_high=d.mean() + half))
     return pd.DataFrame(rows).sort_values("compute", kind="stable").reset_index(drop=True)
+
+
+def frequency_interaction(per_example, item: str = "id", level: float = 0.95) -> dict:
+    """Does accuracy fall with compute more where the phrase is more frequent? One binomial GLM over every
+    (model, item) of the corpus probes:
+
+        logit P(correct) = b0 + b1·x + b2·f + b3·x·f + b4·r
+
+    with x = log10 compute (centred), f = log10(count + 1) (centred), r = ln(bigram_ending / bigram_distractor),
+    the local word statistics that favour the memorised ending whatever the phrase (a covariate, so b3 is not
+    that bias scaling with size). b3 < 0: larger models lose more on frequent phrases than on rare ones.
+    Standard errors are clustered by item: every model answers the same items, so the rows are not independent.
+    Returns the coefficients with intervals and p-values."""
+    import statsmodels.api as sm
+    from scipy import stats
+
+    df = per_example
+    need = ["compute", "count", "bigram_ending", "bigram_distractor", "correct", item]
+    missing = [c for c in need if c not in df]
+    if missing:
+        raise UserError(f"the probes' per-example table has no column {missing[0]!r}")
+    if df["compute"].nunique() < 2:
+        raise UserError("the interaction needs at least 2 models")
+    x = np.log10(df["compute"].to_numpy(float))
+    f = np.log10(df["count"].to_numpy(float) + 1)
+    r = np.log((df["bigram_ending"].to_numpy(float) + 0.5) / (df["bigram_distractor"].to_numpy(float) + 0.5))
+    x, f = x - x.mean(), f - f.mean()
+    design = np.column_stack([np.ones_like(x), x, f, x * f, r])
+    groups = np.unique(df[item].astype(str).to_numpy(), return_inverse=True)[1]
+    fit = sm.GLM(df["correct"].to_numpy(float), design, family=sm.families.Binomial()).fit(
+        cov_type="cluster", cov_kwds=dict(groups=groups))
+    z = stats.norm.isf((1 - level) / 2)
+    names = ["intercept", "log10_compute", "log10_count", "interaction", "log_bigram_ratio"]
+    return {n: dict(coef=float(b), se=float(s), ci=(float(b - z * s), float(b + z * s)), p=float(p))
+            for n, b, s, p in zip(names, fit.params, fit.bse, fit.pvalues)} | dict(
+        rows=int(len(df)), items=int(groups.max() + 1), models=int(df["compute"].nunique()))
