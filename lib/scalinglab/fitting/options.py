@@ -63,7 +63,8 @@ class FitOptions:
         if self.solver not in SOLVERS:
             raise UserError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
         if self.solver == "varpro" and self.fixed:
-            raise UserError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver (--solver grid)")
+            raise UserError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver "
+                            "(--solver grid)")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
 

@@ -9,8 +9,8 @@ the fit is least squares in log loss, what Gaussian noise in log loss calls for.
 The search: every (α, β) of a grid at once (the NNLS of 3 coefficients is solved exactly by trying all 7
 active sets and keeping the best feasible one), then zooms on the best cell, ×4 finer each time, until the
 step is below ``tol`` (a zoom whose best point is on its box's edge moves at the same step instead of
-shrinking, so a long valley is followed to its end). Noise-free data are fitted exactly (to the zoom's tolerance). numpy only: this
-module is on ``scalinglab fit --solver varpro``'s path, where scipy stays unloaded.
+shrinking, so a long valley is followed to its end). Noise-free data are fitted exactly (to the zoom's
+tolerance). numpy only: this module is on ``scalinglab fit --solver varpro``'s path, where scipy stays unloaded.
 
 :func:`fit_varpro` returns a :class:`VarproFit` with a Wald interval for a = β/(α+β) from the Gauss-Newton
 covariance of the five parameters (the residual variance estimated on n − 5 degrees of freedom).
