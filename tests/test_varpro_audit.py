@@ -118,10 +118,15 @@ def test_law_through_and_grid_centre_line():
 
 
 def test_recommend_prefers_trusted_estimators():
-    ok = dict(bias=0.001, bias_mc=0.001, rmse=0.02, coverage=0.95, coverage_mc=0.02)
-    biased = dict(bias=0.05, bias_mc=0.001, rmse=0.01, coverage=0.2, coverage_mc=0.05)
+    ok = dict(bias=0.001, bias_mc=0.001, rmse=0.02, rmse_mc=0.002, coverage=0.95, coverage_mc=0.02)
+    biased = dict(bias=0.05, bias_mc=0.001, rmse=0.01, rmse_mc=0.001, coverage=0.2, coverage_mc=0.05)
     assert EA.recommend([dict(estimator="spline", **ok), dict(estimator="parabola", **biased)]) == "spline"
     assert EA.recommend([dict(estimator="parabola", **biased)]) == "parabola (no honest interval)"
+    # RMSEs within Monte Carlo error of each other: the preferred estimator, not the luckier one
+    tie = dict(ok, rmse=0.019)
+    assert EA.recommend([dict(estimator="parabola", **tie), dict(estimator="varpro", **ok)]) == "varpro"
+    far = dict(ok, rmse=0.005, rmse_mc=0.0005)
+    assert EA.recommend([dict(estimator="parabola", **far), dict(estimator="varpro", **ok)]) == "parabola"
 
 
 def _dense(noise: float, seed: int = 0):
@@ -159,3 +164,23 @@ def test_isoflop_cli_admits_a_misfit_dominated_bootstrap(tmp_path, capsys):
     assert "misfit" not in capsys.readouterr().err
     assert main(["isoflop", str(clean), "--bootstrap", "20", "--noise", "0.01"]) == 0
     assert "misfit" not in capsys.readouterr().err
+
+
+def test_fit_cli_solver_varpro(tmp_path, capsys):
+    import json
+
+    from scalinglab.cli import main
+
+    N, D, L = runs(HOFFMANN, 30, seed=3)
+    L = L * np.exp(0.01 * np.random.default_rng(4).standard_normal(len(L)))
+    path = tmp_path / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{loss:.17g}\n" for n, d, loss in zip(N, D, L)))
+    outs = {}
+    for solver in ("grid", "varpro"):
+        assert main(["fit", str(path), "--solver", solver, "--json"]) == 0
+        outs[solver] = json.loads(capsys.readouterr().out)
+    for p in PARAMS:  # the same optimum of the same objective, from one start instead of 4,500
+        assert outs["varpro"][p] == pytest.approx(outs["grid"][p], rel=1e-6), p
+    assert main(["fit", str(path), "--solver", "varpro", "--fix", "E=1.7"]) == 2
+    err = capsys.readouterr().err
+    assert "--solver grid" in err and err.count("\n") == 1

@@ -201,12 +201,22 @@ def trusted(row: dict) -> bool:
             and row["coverage"] + 2 * row["coverage_mc"] >= COVERAGE_OK)
 
 
+# Among estimators whose RMSEs are within Monte Carlo error of the best, the first of these is named: the
+# full law's fit with its bootstrap first (its interval covered best), then its least-squares twin, then
+# Approach 2's two, cheapest model first.
+PREFERENCE = ("approach3", "varpro", "parabola", "spline")
+
+
 def recommend(rows: list[dict]) -> str:
     """The estimator to trust among one design's rows (dicts with ``estimator`` and :func:`summarise`'s
-    keys): the lowest RMSE among the trusted ones; else the lowest RMSE, marked '(no honest interval)'."""
+    keys): among the trusted ones, those whose RMSE is within two Monte Carlo errors of the lowest, the first
+    in PREFERENCE order; with none trusted, the lowest RMSE, marked '(no honest interval)'."""
     good = [r for r in rows if np.isfinite(r["rmse"]) and trusted(r)]
     if good:
-        return min(good, key=lambda r: r["rmse"])["estimator"]
+        best = min(good, key=lambda r: r["rmse"])
+        tied = [r for r in good if r["rmse"] - 2 * r.get("rmse_mc", 0.0) <= best["rmse"] + 2 * best.get("rmse_mc", 0.0)]
+        return min(tied, key=lambda r: PREFERENCE.index(r["estimator"]) if r["estimator"] in PREFERENCE
+                   else len(PREFERENCE))["estimator"]
     finite = [r for r in rows if np.isfinite(r["rmse"])]
     return (min(finite, key=lambda r: r["rmse"])["estimator"] + " (no honest interval)") if finite else "none"
 
@@ -225,7 +235,8 @@ def run_designs(designs: dict[str, Design], reps: int, seed: int = 0, n_boot: in
         est = audit(law, d.grid(), d.noise, reps, seed=seed + 1000 * k, estimators=estimators, n_boot=n_boot,
                     a3_reps=a3_reps)
         for e in estimators:
-            rows.append({**d.to_dict(), "design": name, "estimator": e, **summarise(law.a, est[e])})
+            ran = est[e][: a3_reps] if e == "approach3" and a3_reps is not None else est[e]
+            rows.append({**d.to_dict(), "design": name, "estimator": e, **summarise(law.a, ran)})
     return rows
 
 
