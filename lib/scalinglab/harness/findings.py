@@ -578,9 +578,9 @@ def estimator_audit(summary: Mapping[str, Any]) -> list[Finding]:
         "Estimator to trust (|bias| < 0.01 and coverage ≥ 90%, lowest RMSE, ties to the full-law fit): "
         + ", ".join(f"{AUDIT_NAMES.get(k, k)} in {v} of {len(recs)} designs"
                     for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
-        + f". The grid to run: trusted up to 4× miscentring from {width('parabola')} decades of N per budget with "
-          f"the parabola, {width('spline')} with the spline, {width('approach3')} with Approach 3 and "
-          f"{width('varpro')} with variable projection; at {narrow.replace('=', ' ')} the parabola's bias is "
+        + f". The grid to run, in decades of N per budget for each to stay trusted up to 4× miscentring: the "
+          f"parabola ≥ {width('parabola')}, the spline ≥ {width('spline')}, Approach 3 ≥ {width('approach3')}, "
+          f"variable projection ≥ {width('varpro')}; at {narrow.replace('=', ' ')} the parabola's bias is "
           f"{bias(off['parabola'])} (coverage {pct(off['parabola']['coverage'], 0)}), the spline's "
           f"{bias(off['spline'])} ({pct(off['spline']['coverage'], 0)}), variable projection's {bias(off['varpro'])}."))
 
