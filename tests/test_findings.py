@@ -231,3 +231,22 @@ def test_makefile_reproduce_writes_the_page():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
     assert "-m scalinglab.harness.results_page $(RESULTS) docs/results.md" in target
+
+
+def test_estimator_audit_known_answers():
+    t = text("05_estimator_audit")
+    assert "22 simulated isoFLOP designs, 32 experiments each (704 in all; Approach 3 on 12 of each)" in t
+    assert "sd 0.0027" in t
+    assert "Approach 3 in 21 of 22 designs, variable projection in 1 of 22 designs" in t
+    assert "the parabola ≥ 1, the spline ≥ 1.5, Approach 3 ≥ 0.5, variable projection ≥ 0.5" in t
+    assert "the parabola's bias is +0.038 ± 0.010 (coverage 48%)" in t
+    assert "log(N̂/N*) = +0.07 on a 3-decade window" in t and "−0.06 on a half-decade window 4× off" in t
+    assert "at most 4% of the 0.338 gap" in t and "off by +0.075 (coverage 0%)" in t
+
+
+def test_estimator_audit_gap_share_reads_the_summary():
+    # (|bias| + 2 MC errors) / gap: (0.1 + 2·0.01) / 0.338 = 36%
+    summary = copy.deepcopy(FIXTURE["05_estimator_audit"])
+    summary["porian_gap"].update(spline_bias=-0.1, spline_bias_mc=0.01)
+    assert "biased by −0.100 ± 0.010" in text("05_estimator_audit", summary)
+    assert "at most 36% of the 0.338 gap" in text("05_estimator_audit", summary)

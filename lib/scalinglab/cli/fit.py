@@ -59,6 +59,10 @@ def register(sub) -> None:
     p.add_argument("--tie-exponents", action="store_true",
                    help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
                         "parameters, so 8 runs are enough; a = b = 0.5 by construction")
+    p.add_argument("--solver", choices=("grid", "varpro"), default="grid",
+                   help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
+                        "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
+                        "squares; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the runs against the fitted law (loss vs compute with the law for several N, "
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
@@ -87,7 +91,7 @@ def _options(args):
         except UserError as exc:
             raise UserError(f"--fix {text}: {exc}") from None
     try:
-        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents)
+        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"))
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
         flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))
         raise UserError(f"{flags}: {exc}") from None

@@ -136,6 +136,8 @@ def _run(args) -> int:
                         labels)
         optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
                                        level=args.level)
+        if args.bootstrap and args.noise is None:
+            _warn_misfit(g, cols, labels, isoflop)
         fit = isoflop.fit_exponent(optima, weighted=True, level=args.level)
         results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
 
@@ -146,3 +148,26 @@ def _run(args) -> int:
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no interval) -> null
     sys.stdout.flush()
     return 0
+
+
+def _warn_misfit(g, cols, labels, isoflop) -> None:
+    """Issue #15: say so on stderr when the default bootstrap noise (one parabola's residual per budget) is
+    mostly the parabola's misfit, not noise: then the parabola's vertex is biased by the curve's asymmetry,
+    the interval does not include that bias, and the bootstrap medians move by noise the data do not have."""
+    import sys
+
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.analysis import group_text
+
+    try:
+        whole = isoflop._pooled_parabola_sd(isoflop._budgets(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
+                                            cols["n"])
+    except UserError:  # no budget with more than 3 sizes: the bootstrap already refused
+        return
+    local = isoflop.local_parabola_sd(g, cols["n"], cols["c"], cols["loss"])
+    if local < isoflop.MISFIT_RATIO * whole:
+        where = f" [{group_text(labels)}]" if labels else ""
+        print(f"warning{where}: the bootstrap's default noise ({whole:.3g}, the per-budget parabola residual) is "
+              f"mostly the parabola's misfit (residual of 5-size quadratics: {local:.3g}); the parabola's optima "
+              "are then biased by the curve's asymmetry, which the intervals do not include. Give --noise SD (the "
+              "seed-to-seed sd), narrow the sizes, or fit the law (scalinglab fit)", file=sys.stderr)

@@ -196,19 +196,25 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     opts = options or FitOptions()
     logN, logD, logL = check_identifiable(N, D, L, names, opts)
     P = parametrisation(opts)
-    starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
-    if not P.identity:
-        starts = P.theta(np.unique(P.phi(starts), axis=0))
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P)
-    score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
-    thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
-                                  max_iter=opts.grid_iters, **solve)
-    # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
-    order = np.argsort(fs)
-    _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
-    pick = order[np.sort(first)[: opts.n_polish]]
-    finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
+    if opts.solver == "varpro" and starts is None:
+        from scalinglab.fitting.varpro import varpro_theta
+
+        # One start: the least-squares law (variable projection), polished below under the Huber objective.
+        starts = finalists = P.clip(varpro_theta(logN, logD, logL, tied=P.tied != ())[None, :], lo, hi)
+    else:
+        starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
+        if not P.identity:
+            starts = P.theta(np.unique(P.phi(starts), axis=0))
+        score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
+        thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
+                                      max_iter=opts.grid_iters, **solve)
+        # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
+        order = np.argsort(fs)
+        _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
+        pick = order[np.sort(first)[: opts.n_polish]]
+        finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
     thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
     best = int(np.argmin(fs))
     theta, f = thetas[best], float(fs[best])

@@ -248,6 +248,31 @@ def _pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str,
     return float(np.sqrt(resid / dof))
 
 
+def local_parabola_sd(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",
+                      window: int = 5, replicates: str = "min") -> float:
+    """Residual sd of quadratics fitted to every ``window`` consecutive sizes of each budget, pooled (issue #15).
+
+    What the default bootstrap noise (:func:`_pooled_parabola_sd`, one parabola per budget) would be without
+    the parabola's misfit: over a few neighbouring sizes a smooth curve is nearly quadratic, so on a dense
+    grid of noise-free losses this is ~0 while the whole-budget residual is all misfit. NaN when no budget
+    has more than 3 sizes."""
+    ms = []
+    for _, g in _budgets(df, n_col, c_col, loss_col, replicates):
+        x, y = np.log(g[n_col].to_numpy()), g[loss_col].to_numpy()
+        m = min(window, len(x))
+        if m <= 3:
+            continue
+        for s in range(len(x) - m + 1):
+            x0, coef = _parabola(x[s:s + m], y[s:s + m])
+            ms.append(float(np.sum((np.polyval(coef, x[s:s + m] - x0) - y[s:s + m]) ** 2)) / (m - 3))
+    return float(np.sqrt(np.mean(ms))) if ms else float("nan")
+
+
+# The default bootstrap noise is called mostly misfit when the local residual is under this share of it
+# (then over three quarters of its variance is the parabola's lack of fit, not noise).
+MISFIT_RATIO = 0.5
+
+
 def budget_optima(
     df: pd.DataFrame,
     n_col: str = "n",

@@ -20,7 +20,8 @@ def min_rows(n_free: int) -> int:
     return 2 * n_free
 
 
-MIN_ROWS = min_rows(len(PARAMS))  # 10 for the full law
+MIN_ROWS = min_rows(len(PARAMS))
+SOLVERS = ("grid", "varpro")  # 10 for the full law
 
 
 def hoffmann_grid() -> np.ndarray:
@@ -54,8 +55,16 @@ class FitOptions:
     # tied pair fixes both. Invalid or degenerate combinations are a UserError here, at construction.
     fixed: tuple[tuple[str, float], ...] = ()
     tie_exponents: bool = False
+    # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one
+    # start, the least-squares law found by variable projection, ``fitting.varpro``; then the same polish).
+    solver: str = "grid"
 
     def __post_init__(self):
+        if self.solver not in SOLVERS:
+            raise UserError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
+        if self.solver == "varpro" and self.fixed:
+            raise UserError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver "
+                            "(--solver grid)")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
 

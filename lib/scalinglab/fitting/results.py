@@ -151,6 +151,8 @@ class FitResult(ScalingLaw):
                                "n_rows": self.n_rows, "n_starts": self.n_starts,
                                "delta": self.options.delta, "fixed": self.fixed,
                                "tie_exponents": self.tied, "n_free": self.n_free}
+        if self.options.solver != "grid":  # only when asked for: the default output keeps its keys
+            out["solver"] = self.options.solver
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
         return to_jsonable(out)
@@ -161,7 +163,9 @@ class FitResult(ScalingLaw):
         dropped before the fit."""
         bs = self.bootstrap
         lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
-                 + f"; Huber delta {self.options.delta:g}, {self.n_starts} starts"]
+                 + f"; Huber delta {self.options.delta:g}, "
+                 + (f"{self.n_starts} starts" if self.options.solver == "grid"
+                    else f"one start from {self.options.solver} (--solver {self.options.solver})")]
         fixed = self.fixed
         if fixed or self.tied:
             held = [f"{k} fixed at {v:g}" for k, v in fixed.items()] + (["beta tied to alpha"] if self.tied else [])

@@ -1,0 +1,281 @@
+"""Estimator audit: simulated isoFLOP experiments from Chinchilla laws with known a, and how well each
+estimator of a recovers it (bias, RMSE, coverage of its own 95% interval, with Monte Carlo errors).
+
+A design is an isoFLOP grid: budgets log-spaced over ``c_decades`` decades from ``c_min``, ``points`` sizes
+per budget log-spaced over ``width`` decades of N, centred on the true optimum N*(C) times a miscentring
+factor that drifts from 1 at the smallest budget to ``centring`` at the largest (a grid planned from a
+wrong exponent and anchored at the smallest budget; a constant factor would move every optimum alike and
+leave the slope nearly untouched). Losses are the law's, times exp(ε), ε ~ N(0, ``noise``²): Gaussian noise in log loss.
+
+Estimators, each with the interval it reports itself:
+
+``parabola``, ``spline``
+    Approach 2 as ``scalinglab isoflop`` runs it (``fitting.isoflop``): per-budget optima with the noise
+    bootstrap (default noise: the pooled parabola residual), bootstrap-median optima, WLS line, t interval.
+``approach3``
+    Our Huber fit (``fitting.approach3``) on the same points, the row bootstrap's percentile interval. The
+    solver starts from variable projection (``FitOptions(solver="varpro")``): the same optimum as the
+    4,500-start grid (``bench/bench_varpro.py``) in half the time.
+``varpro``
+    Least squares in relative (≈ log) residuals by variable projection (``fitting.varpro``), the Wald
+    interval from its Gauss-Newton covariance.
+
+:func:`audit` runs ``reps`` simulated experiments of one grid; :func:`summarise` turns estimates into bias,
+RMSE and coverage with their Monte Carlo standard errors; :func:`recommend` names the estimator to trust.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from scalinglab.fitting.law import ScalingLaw
+
+ESTIMATORS = ("parabola", "spline", "approach3", "varpro")
+# Hoffmann's exponent sum α + β = 0.62 and coefficients; a = β/(α+β) is varied by splitting the sum.
+EXPONENT_SUM = 0.62
+E_A_B = (1.69, 406.4, 410.7)
+# A design's estimator is trusted when its bias is under this (in a) and its interval covers at least
+# COVERAGE_OK of the time (95% nominal; 0.90 leaves room for Monte Carlo error at a few dozen replicates).
+BIAS_OK = 0.01
+COVERAGE_OK = 0.90
+
+Grid = list[tuple[float, np.ndarray]]        # (budget C, sizes N) per budget
+
+
+def law_for(a: float, exponent_sum: float = EXPONENT_SUM) -> ScalingLaw:
+    """Hoffmann's E, A, B with α + β = ``exponent_sum`` split so that β/(α+β) = a."""
+    E, A, B = E_A_B
+    return ScalingLaw(E=E, A=A, B=B, alpha=(1 - a) * exponent_sum, beta=a * exponent_sum)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One isoFLOP design; see the module docstring."""
+
+    a: float = 0.5
+    width: float = 1.5        # decades of N per budget
+    centring: float = 1.0     # grid centre / N*: 1 at the smallest budget, this at the largest
+    points: int = 9           # sizes per budget
+    budgets: int = 5
+    noise: float = 0.005      # sd of log loss
+    c_min: float = 1e18
+    c_decades: float = 3.0
+
+    def law(self) -> ScalingLaw:
+        return law_for(self.a)
+
+    def grid(self) -> Grid:
+        law = self.law()
+        flops = self.c_min * np.logspace(0, self.c_decades, self.budgets)
+        tilt = np.linspace(0, 1, self.budgets) if self.budgets > 1 else np.zeros(1)
+        half = self.width / 2
+        out = []
+        for c, t in zip(flops, tilt):
+            centre = law.n_opt(c) * self.centring ** t
+            out.append((float(c), centre * np.logspace(-half, half, self.points)))
+        return out
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def simulate(law: ScalingLaw, grid: Grid, noise: float, reps: int, rng: np.random.Generator):
+    """(C, N (k,), L (k, reps)) per budget: the law's losses at D = C/(6N), times exp(noise·ε)."""
+    out = []
+    for c, n in grid:
+        n = np.asarray(n, float)
+        clean = law.loss(n, c / (6 * n))
+        out.append((c, n, clean[:, None] * np.exp(noise * rng.standard_normal((len(n), reps)))))
+    return out
+
+
+def _table(budgets, r: int):
+    import pandas as pd
+
+    return pd.DataFrame({"n": np.concatenate([n for _, n, _ in budgets]),
+                         "flops": np.concatenate([np.full(len(n), c) for c, n, _ in budgets]),
+                         "loss": np.concatenate([loss[:, r] for _, _, loss in budgets])})
+
+
+def _approach2(table, method: str, n_boot: int, seed: int, noise=None) -> tuple[float, float, float]:
+    from scalinglab.errors import UserError
+    from scalinglab.fitting import isoflop
+
+    try:
+        opt = isoflop.budget_optima(table, method=method, n_boot=n_boot, seed=seed, noise=noise)
+    except UserError:
+        return (np.nan, np.nan, np.nan)
+    fit = isoflop.fit_exponent(opt, weighted=n_boot > 0)
+    return (fit.exponent, *fit.ci) if fit.status == "ok" else (np.nan, np.nan, np.nan)
+
+
+def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.approach3 import fit_arrays
+    from scalinglab.fitting.options import FitOptions
+
+    try:
+        res = fit_arrays(N, D, L, FitOptions(solver="varpro"), n_boot=n_boot, seed=seed)
+    except UserError:
+        return (np.nan, np.nan, np.nan)
+    if res.status != "converged":
+        return (np.nan, np.nan, np.nan)
+    lo, hi = res.bootstrap.ci["a"] if res.bootstrap is not None else (np.nan, np.nan)
+    return (res.beta / (res.alpha + res.beta), lo, hi)
+
+
+def _varpro(N, D, L) -> tuple[float, float, float]:
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.varpro import fit_varpro
+
+    try:
+        f = fit_varpro(N, D, L, tol=1e-7)
+    except UserError:
+        return (np.nan, np.nan, np.nan)
+    return (f.a, *f.a_ci)
+
+
+def audit(law: ScalingLaw, grid: Grid, noise: float, reps: int, seed: int = 0,
+          estimators=ESTIMATORS, n_boot: int = 200, a3_reps: int | None = None,
+          a2_noise=None, progress: bool = False) -> dict[str, np.ndarray]:
+    """Estimates and intervals of a for ``reps`` simulated experiments on ``grid``: {estimator: (reps, 3)
+    array of (estimate, lo, hi)}, NaN where an estimator gave none. ``a3_reps`` runs Approach 3 (the costly
+    one) on the first that many replicates only. ``a2_noise``: the noise Approach 2's bootstrap assumes
+    (``isoflop.budget_optima``'s ``noise``; None: its default, the pooled parabola residual)."""
+    rng = np.random.default_rng(seed)
+    budgets = simulate(law, grid, noise, reps, rng)
+    N = np.concatenate([n for _, n, _ in budgets])
+    D = np.concatenate([c / (6 * n) for c, n, _ in budgets])
+    out = {e: np.full((reps, 3), np.nan) for e in estimators}
+    a3_reps = reps if a3_reps is None else min(a3_reps, reps)
+    it = range(reps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, leave=False)
+    for r in it:
+        L = np.concatenate([loss[:, r] for _, _, loss in budgets])
+        table = None
+        for e in estimators:
+            if e in ("parabola", "spline"):
+                table = _table(budgets, r) if table is None else table
+                out[e][r] = _approach2(table, e, n_boot, seed + r, a2_noise)
+            elif e == "approach3":
+                if r < a3_reps:
+                    out[e][r] = _approach3(N, D, L, n_boot, seed + r)
+            elif e == "varpro":
+                out[e][r] = _varpro(N, D, L)
+            else:
+                raise ValueError(f"unknown estimator {e!r}; one of {', '.join(ESTIMATORS)}")
+    return out
+
+
+def summarise(a_true: float, est: np.ndarray) -> dict:
+    """Bias, RMSE, coverage and mean interval width of (reps, 3) estimates, each with its Monte Carlo
+    standard error (``*_mc``); ``n`` the replicates with an estimate, ``failed`` those without."""
+    est = np.asarray(est, float)
+    ok = np.isfinite(est[:, 0])
+    x, lo, hi = est[ok, 0], est[ok, 1], est[ok, 2]
+    n = int(ok.sum())
+    nan = float("nan")
+    if n < 2:
+        return dict(n=n, failed=int((~ok).sum()), bias=nan, bias_mc=nan, rmse=nan, rmse_mc=nan,
+                    coverage=nan, coverage_mc=nan, ci_width=nan)
+    err = x - a_true
+    mse = float(np.mean(err**2))
+    rmse = float(np.sqrt(mse))
+    has_iv = np.isfinite(lo) & np.isfinite(hi)
+    cov = (lo <= a_true) & (a_true <= hi) & has_iv
+    p = float(cov.mean())
+    return dict(n=n, failed=int((~ok).sum()), bias=float(err.mean()), bias_mc=float(err.std(ddof=1) / np.sqrt(n)),
+                rmse=rmse, rmse_mc=float(np.std(err**2, ddof=1) / np.sqrt(n) / (2 * rmse)) if rmse > 0 else 0.0,
+                coverage=p, coverage_mc=float(np.sqrt(max(p * (1 - p), 1 / n) / n)),
+                ci_width=float(np.mean(hi[has_iv] - lo[has_iv])) if has_iv.any() else nan)
+
+
+def trusted(row: dict) -> bool:
+    """Bias under BIAS_OK and coverage at least COVERAGE_OK (Monte Carlo error allowed for)."""
+    return (abs(row["bias"]) - 2 * row["bias_mc"] < BIAS_OK
+            and row["coverage"] + 2 * row["coverage_mc"] >= COVERAGE_OK)
+
+
+# Among estimators whose RMSEs are within Monte Carlo error of the best, the first of these is named: the
+# full law's fit with its bootstrap first (its interval covered best), then its least-squares twin, then
+# Approach 2's two, cheapest model first.
+PREFERENCE = ("approach3", "varpro", "parabola", "spline")
+
+
+def recommend(rows: list[dict]) -> str:
+    """The estimator to trust among one design's rows (dicts with ``estimator`` and :func:`summarise`'s
+    keys): among the trusted ones, those whose RMSE is within two Monte Carlo errors of the lowest, the first
+    in PREFERENCE order; with none trusted, the lowest RMSE, marked '(no honest interval)'."""
+    good = [r for r in rows if np.isfinite(r["rmse"]) and trusted(r)]
+    if good:
+        best = min(good, key=lambda r: r["rmse"])
+        tied = [r for r in good if r["rmse"] - 2 * r.get("rmse_mc", 0.0) <= best["rmse"] + 2 * best.get("rmse_mc", 0.0)]
+        return min(tied, key=lambda r: PREFERENCE.index(r["estimator"]) if r["estimator"] in PREFERENCE
+                   else len(PREFERENCE))["estimator"]
+    finite = [r for r in rows if np.isfinite(r["rmse"])]
+    return (min(finite, key=lambda r: r["rmse"])["estimator"] + " (no honest interval)") if finite else "none"
+
+
+def run_designs(designs: dict[str, Design], reps: int, seed: int = 0, n_boot: int = 200,
+                a3_reps: int | None = None, estimators=ESTIMATORS, progress: bool = False) -> list[dict]:
+    """One row per (design, estimator): the design's name and settings, the estimator, its summary."""
+    rows = []
+    items = designs.items()
+    if progress:
+        from tqdm.auto import tqdm
+
+        items = tqdm(items, desc="designs")
+    for k, (name, d) in enumerate(items):
+        law = d.law()
+        est = audit(law, d.grid(), d.noise, reps, seed=seed + 1000 * k, estimators=estimators, n_boot=n_boot,
+                    a3_reps=a3_reps)
+        for e in estimators:
+            ran = est[e][: a3_reps] if e == "approach3" and a3_reps is not None else est[e]
+            rows.append({**d.to_dict(), "design": name, "estimator": e, **summarise(law.a, ran)})
+    return rows
+
+
+def parabola_offset(law: ScalingLaw, c: float, width: float, centre_factor: float, points: int = 201) -> float:
+    """log(N̂*/N*) of a parabola in log N fitted to noise-free log loss on ``points`` sizes spanning ``width``
+    decades around centre_factor · N*(C): the parabola's own bias at one budget (issue #15)."""
+    n = law.n_opt(c) * centre_factor * np.logspace(-width / 2, width / 2, points)
+    x = np.log(n)
+    y = np.log(law.loss(n, c / (6 * n)))
+    x0 = x.mean()
+    c2, c1, _ = np.polyfit(x - x0, y, 2)
+    return float(x0 - c1 / (2 * c2) - np.log(law.n_opt(c)))
+
+
+def law_through(a: float, c: float, n: float, exponent_sum: float = EXPONENT_SUM) -> ScalingLaw:
+    """:func:`law_for` (E and A as Hoffmann's) with B chosen so that N*(c) = n: a known law placed on a
+    given grid (N* = G·(C/6)^a with G = (αA/(βB))^(1/(α+β)), solved for B)."""
+    base = law_for(a, exponent_sum)
+    G = n / (c / 6.0) ** a
+    B = base.alpha * base.A / (base.beta * G**exponent_sum)
+    return ScalingLaw(E=base.E, A=base.A, B=B, alpha=base.alpha, beta=base.beta)
+
+
+def grid_of(points, n_col: str = "n", c_col: str = "flops", min_sizes: int = 4) -> Grid:
+    """The (C, distinct sizes N) of a table of runs, budgets with at least ``min_sizes`` sizes."""
+    out = []
+    for c, g in points.groupby(c_col):
+        n = np.unique(np.asarray(g[n_col], float))
+        if len(n) >= min_sizes:
+            out.append((float(c), n))
+    return out
+
+
+def grid_centre_line(grid: Grid) -> tuple[float, float, float]:
+    """(slope, C, N) of the grid's centres: the least-squares slope of log(geometric-mean N) on log C (the
+    exponent the grid was planned around), and the middle budget with its centre, where :func:`law_through`
+    anchors a law."""
+    logc = np.log([c for c, _ in grid])
+    centre = np.array([np.mean(np.log(n)) for _, n in grid])
+    slope = float(np.polyfit(logc, centre, 1)[0]) if len(grid) > 1 else float("nan")
+    mid = len(grid) // 2
+    return slope, float(np.exp(logc[mid])), float(np.exp(centre[mid]))
