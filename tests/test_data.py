@@ -13,7 +13,7 @@ def test_registry_entries_are_complete():
     assert "epoch-chinchilla" in reg
     for ds in reg.values():
         assert len(ds.sha256) == 64 and int(ds.sha256, 16) >= 0, ds.name
-        assert ds.url.startswith("https://"), ds.name
+        assert ds.url.startswith("https://") or (ds.repo and not ds.url), ds.name  # repo data: the checkout
         assert ds.licence and ds.description, ds.name
 
 
@@ -83,3 +83,12 @@ def test_cli_data_verify_and_unknown_name(mirror, capsys):
     assert main(["data", "path", "no-such-dataset"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no-such-dataset" in err
+
+
+def test_only_data_the_project_commits_may_go_without_a_public_url():
+    from scalinglab.data import _parse_entry
+
+    spec = dict(path="probes/x.jsonl", sha256="0" * 64, licence="ours", description="d", format="jsonl")
+    assert _parse_entry("ours", dict(spec, repo=True), "probes").url == ""
+    with pytest.raises(ValueError, match="lacks url"):
+        _parse_entry("theirs", spec, "probes")

@@ -45,10 +45,10 @@ class Dataset:
 
     name: str
     path: str
-    url: str
     sha256: str
     licence: str
     description: str
+    url: str = ""  # the public source (required, except for repo data: the checkout is its source)
     source: str = ""
     format: str = "csv"
     columns: dict[str, str] = field(default_factory=dict)
@@ -69,7 +69,10 @@ class Dataset:
 
 
 def _parse_entry(name: str, spec: dict, group: str) -> Dataset:
-    missing = [k for k in ("path", "url", "sha256", "licence", "description") if k not in spec]
+    # Data this project made and commits (repo = true) has no public URL of its own: the checkout is its source.
+    required = ("path", "sha256", "licence", "description") if spec.get("repo") else (
+        "path", "url", "sha256", "licence", "description")
+    missing = [k for k in required if k not in spec]
     if missing:
         raise ValueError(f"registry/{group}.toml: dataset {name!r} lacks {', '.join(missing)}")
     fmt = spec.get("format", "csv")
@@ -169,7 +172,7 @@ def locate(name: str, *, download: bool = True) -> Path:
         if cand.is_file():
             _check_hash(ds, cand)
             return cand
-    if download:
+    if download and ds.url:
         try:
             _download(ds, cached)
             _verified.add((str(cached), cached.stat().st_size, cached.stat().st_mtime_ns))

@@ -5,8 +5,8 @@ Run as ``python -m scalinglab.inverse_scaling.memo_probes_build`` (``--help`` fo
 The counted text is exactly what the profile's token cache holds, ``corpus.books("train",
 max_bytes=profile.train_bytes)``, so a phrase's count is its count in the models' training data. The
 ``never`` bin draws from a training shard no book of which is counted (by default the last, which the
-``cpu``, ``cpu-ladder`` and ``gpu-quick`` profiles never read), and the control bins avoid phrases of the
-whole validation split. Prints a JSON summary (options, sizes, the shards read, the file's sha256).
+``cpu``, ``cpu-ladder``, ``cpu-inverse`` and ``gpu-quick`` profiles never read), and the control bins
+avoid phrases of the whole validation split. Prints a JSON summary (options, sizes, the shards read, the file's sha256).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _take_bytes(books, max_bytes: int):
             return
 
 
-def build(profile: str = "cpu-ladder", heldout_shard: str = "gutenberg-train-07", heldout_bytes: int = 5_000_000,
+def build(profile: str = "cpu-inverse", heldout_shard: str = "gutenberg-train-07", heldout_bytes: int = 5_000_000,
           opts: ProbeOptions = DEFAULT_OPTIONS, out: Path | str = DEFAULT_OUT, progress: bool = True) -> dict:
     """Build, write ``out`` and return the summary."""
     from scalinglab import data
@@ -80,7 +80,7 @@ def build(profile: str = "cpu-ladder", heldout_shard: str = "gutenberg-train-07"
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scalinglab.inverse_scaling.memo_probes_build", description=__doc__)
-    p.add_argument("--profile", default="cpu-ladder", help="sweep profile whose training text is counted")
+    p.add_argument("--profile", default="cpu-inverse", help="sweep profile whose training text is counted")
     p.add_argument("--heldout-shard", default="gutenberg-train-07", help="registry name of the never-bin source")
     p.add_argument("--heldout-bytes", type=int, default=5_000_000)
     p.add_argument("--n", type=int, default=ProbeOptions.n, help="words per phrase (prefix + ending)")
