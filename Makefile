@@ -37,11 +37,15 @@ ifeq ($(PROFILE),full)
 	$(PY) -m scalinglab.harness.tour docs/cli.md
 endif
 
+# Each notebook runs once: nbval executes it in the smoke profile and compares its checked cells, then
+# tests/test_notebooks.py checks what that run wrote (summary.json keys, figures) instead of running it again.
 test: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
-	$(PY) -m pytest -q tests
-	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env $(NOTEBOOKS)
+	$(PY) -m pytest -q tests -m "not notebook"
+	results=$$(mktemp -d) && \
+	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$results $(PY) -m pytest -q -p no:cacheprovider \
+	  --nbval-lax --nbval-current-env $(NOTEBOOKS) && \
+	SCALINGLAB_NOTEBOOK_RESULTS=$$results $(PY) -m pytest -q tests/test_notebooks.py -m notebook
 
 # The notebook checks must hold on any machine CI may land on: other BLAS kernels and thread counts.
 # Runs the nbval step under OPENBLAS_CORETYPE unset, Haswell, SkylakeX and OPENBLAS_NUM_THREADS 1 and 2.
