@@ -12,11 +12,14 @@ FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
 
 
 def check_resampling(args) -> None:
-    """--bootstrap and --seed, as every fitting command takes them: counts, so not negative."""
+    """--bootstrap and --seed, as every fitting command takes them: counts, so not negative, and at most
+    ``MAX_RESAMPLES`` resamples (refused up front rather than a MemoryError or days of work)."""
     from scalinglab.errors import UserError
+    from scalinglab.fitting.options import check_resample_count
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    check_resample_count(args.bootstrap)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
 

@@ -37,6 +37,7 @@ from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
     FitOptions,
     Parametrisation,
+    check_resample_count,
     exact_fixed,
     hoffmann_grid,
     min_rows,
@@ -188,21 +189,29 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     Every start is scored at once; the ``n_refine`` best are optimised together
     by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
     distinct solutions are then solved to convergence and the lowest wins.
+    With more than ``options.screen_rows`` rows, scoring and refining use a seeded
+    subsample of that many (``screening_rows``) and only the final solve sees every
+    row; sums over rows go in blocks of ``options.block`` elements, so memory stays
+    bounded (about 0.1 GB beyond the data) whatever the row count.
     numpy only: scipy stays off this path so that the CLI starts fast.
 
     With constraints in ``options`` the starts are projected onto the free
     coordinates and deduplicated (tying the exponents leaves 900 of the 4,500).
     """
     opts = options or FitOptions()
+    check_resample_count(n_boot)  # before the fit, which can take a while on many rows
     logN, logD, logL = check_identifiable(N, D, L, names, opts)
     P = parametrisation(opts)
     starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
     if not P.identity:
         starts = P.theta(np.unique(P.phi(starts), axis=0))
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P)
-    score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
-    thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P,
+                 block=opts.block)
+    sub = screening_rows(logN, logD, opts.screen_rows)
+    sN, sD, sL = logN[sub], logD[sub], logL[sub]
+    score = objective(P.clip(starts, lo, hi), sN, sD, sL, opts.delta, block=opts.block)
+    thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], sN, sD, sL,
                                   max_iter=opts.grid_iters, **solve)
     # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
     order = np.argsort(fs)
@@ -228,6 +237,23 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     return result
 
 
+
+
+def screening_rows(logN, logD, m: int, seed: int = 0):
+    """The rows the start grid is scored and refined on: all of them (a slice) when there are at most
+    ``m``, else ``m`` row indices, sorted: the first row of every distinct N and of every distinct D
+    (so the subsample can identify what the whole can, drawn among if they are more than ``m``), the
+    rest drawn at random with a fixed seed so that a fit is repeatable."""
+    n = len(logN)
+    if n <= m:
+        return slice(None)
+    rng = np.random.default_rng(seed)
+    firsts = np.union1d(np.unique(np.round(logN, 6), return_index=True)[1],
+                        np.unique(np.round(logD, 6), return_index=True)[1])
+    if firsts.size >= m:
+        return np.sort(rng.choice(firsts, m, replace=False))
+    rest = np.setdiff1d(np.arange(n), firsts, assume_unique=True)
+    return np.sort(np.concatenate([firsts, rng.choice(rest, m - firsts.size, replace=False)]))
 
 
 def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[str, ...]:
@@ -286,24 +312,35 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     """
     opts = result.options
     P = parametrisation(opts)
+    check_resample_count(n_boot)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
+    n = len(logL)
     if groups is None:
-        counts, unit, n_units = resample_counts(len(logL), n_boot, seed), "runs", len(logL)
+        unit, n_units, inverse = "runs", n, None
     else:
         groups = np.asarray(groups)
         if groups.shape != logL.shape:
-            raise UserError(f"{groups.size} group labels for {len(logL)} runs")
-        counts, n_units = group_counts(groups, n_boot, seed), len(np.unique(groups))
+            raise UserError(f"{groups.size} group labels for {n} runs")
+        _, inverse = np.unique(groups, return_inverse=True)
+        n_units = int(inverse.max()) + 1
         if n_units < 2:
-            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {len(logL)} runs are in one")
+            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {n} runs are in one")
+    # Resamples are drawn chunk by chunk from one generator: the same counts as ``resample_counts`` /
+    # ``group_counts`` draw at once, without ever holding n_boot × rows of them. A chunk's weights stay
+    # near 4 × ``opts.block`` elements (32 MB), and the solver sums over rows in blocks.
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(chunk, 4 * opts.block // max(n, 1)))
+    p = np.full(n_units, 1.0 / n_units)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
-    # Chunks keep the (K, n, 5) Jacobian small.
     for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
-        W = counts[start:start + chunk]
+        W = rng.multinomial(n_units, p, size=min(chunk, n_boot - start)).astype(float)
+        if inverse is not None:
+            W = W[:, inverse]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
-                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P,
+                                  block=opts.block)
         thetas.append(th)
         oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)
