@@ -16,7 +16,7 @@ import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import isoflop
+from scalinglab.fitting import envelope, isoflop
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions
 from scalinglab.fitting.solver import batched_solve, objective, row_blocks
@@ -114,6 +114,9 @@ def test_too_many_resamples_are_refused_before_any_work():
     with pytest.raises(UserError, match="at most"):
         isoflop.budget_optima(pd.DataFrame({"n": [1.0, 2, 3], "flops": 1.0, "loss": [3.0, 2, 3]}), n_boot=10**8,
                               noise=0.01)
+    with pytest.raises(UserError, match="at most"):
+        envelope.fit_envelope(pd.DataFrame({"run": ["a"], "n": [1.0], "loss": [3.0], "flops": [1.0], "tokens": [1.0]}),
+                              envelope.EnvelopeOptions(n_boot=10**8))
 
 
 @pytest.mark.parametrize("command, csv", [

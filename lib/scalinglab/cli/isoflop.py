@@ -135,7 +135,7 @@ def _run(args) -> int:
                                   "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
                         labels)
         optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
-                                       level=args.level)
+                                       level=args.level, progress=sys.stderr.isatty())
         fit = isoflop.fit_exponent(optima, weighted=True, level=args.level)
         results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import RowError, UserError
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
     FitOptions,
@@ -50,14 +50,14 @@ from scalinglab.fitting.solver import batched_solve, law_terms, objective, proje
 
 
 def positive_logs(values, name: str) -> np.ndarray:
-    """log of a column that must be finite and positive, or a UserError naming the first bad row."""
+    """log of a column that must be finite and positive, or a RowError naming the first bad row."""
     x = np.asarray(values, dtype=float).ravel()
     bad = np.flatnonzero(~np.isfinite(x))
     if bad.size:
-        raise UserError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at row {bad[0]})")
+        raise RowError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at {{row}})", bad[0])
     bad = np.flatnonzero(x <= 0)
     if bad.size:
-        raise UserError(f"column {name!r} must be positive; row {bad[0]} is {x[bad[0]]:g}")
+        raise RowError(f"column {name!r} must be positive; {{row}} is {x[bad[0]]:g}", bad[0])
     return np.log(x)
 
 
@@ -131,9 +131,11 @@ def _check_below_fixed_floor(N, D, L, fixed: dict[str, float], names) -> None:
             parts.append(f"the fixed {scale}/{col}^{exp}")
     bad = np.flatnonzero(L <= floor)
     if parts and bad.size:
+        # The run is named by its values: rows here may already be a selection (--where, --drop-highest).
         i = bad[0]
-        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but row {i} has "
-                        f"{names[2]} {L[i]:.4g} ({bad.size} row(s) at or below the law's floor): fix a smaller value")
+        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but the run with "
+                        f"{names[0]} {N[i]:.4g}, {names[1]} {D[i]:.4g} has {names[2]} {L[i]:.4g} ({bad.size} run(s) at "
+                        "or below the law's floor): fix a smaller value")
 
 
 # --- the fit ---------------------------------------------------------------
@@ -189,10 +191,11 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     Every start is scored at once; the ``n_refine`` best are optimised together
     by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
     distinct solutions are then solved to convergence and the lowest wins.
-    With more than ``options.screen_rows`` rows, scoring and refining use a seeded
-    subsample of that many (``screening_rows``) and only the final solve sees every
-    row; sums over rows go in blocks of ``options.block`` elements, so memory stays
-    bounded (about 0.1 GB beyond the data) whatever the row count.
+    With more than ``options.screen_rows`` rows, scoring, refining and polishing the
+    finalists use a seeded subsample of that many (``screening_rows``), and only the
+    best finalist's final solve sees every row; sums over rows go in blocks of
+    ``options.block`` elements, so memory stays bounded (about 0.1 GB beyond the
+    data) whatever the row count.
     numpy only: scipy stays off this path so that the CLI starts fast.
 
     With constraints in ``options`` the starts are projected onto the free
@@ -218,6 +221,9 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
     pick = order[np.sort(first)[: opts.n_polish]]
     finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
+    if not isinstance(sub, slice):  # screened: the finalists converge on the subsample, the best goes on
+        thetas, fs, _ = batched_solve(finalists, sN, sD, sL, max_iter=opts.batch_iters, **solve)
+        finalists = thetas[[int(np.argmin(fs))]]
     thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
     best = int(np.argmin(fs))
     theta, f = thetas[best], float(fs[best])
@@ -248,8 +254,11 @@ def screening_rows(logN, logD, m: int, seed: int = 0):
     if n <= m:
         return slice(None)
     rng = np.random.default_rng(seed)
-    firsts = np.union1d(np.unique(np.round(logN, 6), return_index=True)[1],
-                        np.unique(np.round(logD, 6), return_index=True)[1])
+    # A column with few distinct values (a grid of sizes) keeps one row of each; one with many (every run
+    # its own N) is covered by the random draw anyway.
+    firsts = [idx for x in (logN, logD)
+              if (idx := np.unique(np.round(x, 6), return_index=True)[1]).size <= m // 2]
+    firsts = np.unique(np.concatenate(firsts)) if firsts else np.empty(0, int)
     if firsts.size >= m:
         return np.sort(rng.choice(firsts, m, replace=False))
     rest = np.setdiff1d(np.arange(n), firsts, assume_unique=True)
@@ -464,6 +473,6 @@ def _column(table, col: str) -> np.ndarray:
             try:
                 float(v)
             except (TypeError, ValueError):
-                raise UserError(f"column {col!r} holds a non-number at row {i}: {v!r}") from None
+                raise RowError(f"column {col!r} holds a non-number at {{row}}: {v!r}", i) from None
         raise
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, row_name
 from scalinglab.fitting.options import check_resample_count
 from scalinglab.fitting.wls import wls_line
 from scalinglab.serialization import to_jsonable
@@ -74,7 +74,7 @@ def _check_columns(df: pd.DataFrame, cols: dict[str, str]) -> None:
             # numpy scalars repr as np.float64(-3.0); the user typed -3.0
             value = value.item() if hasattr(value, "item") else value
             raise UserError(f"isoFLOP data column {col!r} needs positive finite numbers; "
-                            f"row {df.index[bad.argmax()]!r} has {value!r}")
+                            f"{row_name(df.index, int(bad.argmax()))} has {value!r}")
 
 
 def _check_replicates(replicates: str) -> None:
@@ -296,6 +296,7 @@ def budget_optima(
     replicates: str = "min",
     level: float = 0.95,
     block: int = BLOCK,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One row per budget: its optimal size, with bootstrap uncertainty when ``n_boot > 0``.
 
@@ -317,7 +318,8 @@ def budget_optima(
     instead of the parabola residual. ``window=k`` fits each budget only on the k sampled sizes centred on
     its lowest observed loss (a parabola is a good model of the curve only near
     its minimum); edges are then judged against that window. ``block`` bounds the parabola bootstrap's
-    memory (``_noisy_parabola_optima``); n_boot is at most ``MAX_RESAMPLES``.
+    memory (``_noisy_parabola_optima``); n_boot is at most ``MAX_RESAMPLES``. ``progress`` shows a bar
+    over the budgets (tqdm).
     """
     _check_method(method)
     check_resample_count(n_boot)
@@ -328,6 +330,10 @@ def budget_optima(
     rng = np.random.default_rng(seed)
 
     rows = []
+    if progress and n_boot > 0:  # tqdm only when asked for: the bar's ETA is for many sizes × draws
+        from tqdm.auto import tqdm
+
+        groups = tqdm(groups, desc=f"isoFLOP bootstrap ({n_boot} draws a budget)", unit="budget")
     for c, g in groups:
         if window is not None and len(g) > window:
             start = int(_window_start(np.argmin(g[loss_col].to_numpy()), len(g), window))

@@ -57,9 +57,10 @@ class FitOptions:
     n_refine: int = 50             # best-scoring grid starts optimised together
     grid_iters: int = 60           # batched iterations for those starts before picking finalists
     n_polish: int = 3              # distinct best solutions then solved to convergence
-    # With more rows than this, the grid is scored and refined on a seeded subsample of this many rows
-    # (every distinct N and D kept where they fit), and the finalists are then polished on every row:
-    # scoring 4,500 starts on a million rows would cost 4.5e9 law evaluations for a choice of basin.
+    # With more rows than this, the grid is scored and refined, and the finalists polished, on a seeded
+    # subsample of this many rows (one row of each distinct N and D kept where they are few), and the best
+    # finalist is then solved on every row: scoring 4,500 starts on a million rows would cost 4.5e9 law
+    # evaluations for a choice of basin.
     screen_rows: int = 1000
     block: int = BLOCK             # elements (starts × rows) per block of the solver's sums (memory bound)
     # Box for (e, a, b, alpha, beta). Wide enough never to bind on real runs;
