@@ -52,9 +52,10 @@ def isoflop_csv(path: Path, n: int, seed: int = 0, budgets: int = 10) -> None:
                header="N,C,loss", comments="")
 
 
-def run(lib: Path, argv: list[str], timeout: float) -> tuple[float, float, int, str]:
-    """(seconds, peak MB, exit status, last line of output) of `python -m scalinglab ARGV` with ``lib`` first
-    on PYTHONPATH; 2 cores' worth of BLAS threads at most."""
+def run(lib: Path, argv: list[str], timeout: float) -> tuple[float, float, float, int, str]:
+    """(wall seconds, CPU seconds, peak MB, exit status, the fit's status line or the last line of output) of
+    `python -m scalinglab ARGV` with ``lib`` first on PYTHONPATH; 2 cores' worth of BLAS threads at most.
+    CPU seconds (user + system, from os.wait4) hardly move with the machine's load; wall seconds do."""
     env = dict(os.environ, PYTHONPATH=str(lib), OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2", OMP_NUM_THREADS="2",
                MPLBACKEND="Agg")
     t0 = time.perf_counter()
@@ -70,9 +71,11 @@ def run(lib: Path, argv: list[str], timeout: float) -> tuple[float, float, int, 
     seconds = time.perf_counter() - t0
     peak = usage.ru_maxrss / 1024  # KB on Linux
     if p.returncode == -9:
-        return float("nan"), float("nan"), -9, f"killed after {timeout:.0f} s"
+        return float("nan"), float("nan"), float("nan"), -9, f"killed after {timeout:.0f} s"
     lines = [x for x in (out or "").strip().splitlines() if x.strip()]
-    return seconds, peak, p.returncode, lines[-1][:100] if lines else ""
+    status = next((x.strip() for x in lines if x.startswith("status:")), None)  # fit: status and objective
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, cpu, peak, p.returncode, (status or (lines[-1] if lines else ""))[:110]
 
 
 def baseline_lib(rev: str, into: Path) -> Path:
@@ -95,8 +98,8 @@ def main() -> int:
     small_iso = tmp / "iso_small.csv"
     isoflop_csv(small_iso, 90, budgets=5)
     cases = [  # (case, argv, whether the baseline can run it)
-        ("isoflop start (90 rows, --bootstrap 0)", ["isoflop", str(small_iso), "--bootstrap", "0"], True),
-        ("isoflop 90 rows (default bootstrap)", ["isoflop", str(small_iso)], True),
+        ("isoflop, 90 rows, --bootstrap 0 (start)", ["isoflop", str(small_iso), "--bootstrap", "0"], True),
+        ("isoflop, 90 rows", ["isoflop", str(small_iso)], True),
     ]
     sizes = [20_000] if args.quick else [20_000, 1_000_000]
     for n in sizes:
@@ -110,21 +113,23 @@ def main() -> int:
             cases.append((f"isoflop {n:,} rows --bootstrap 0", ["isoflop", str(i), "--bootstrap", "0"], True))
     big = ["--bootstrap", "100000000"]
     cases.append(("fit --bootstrap 100000000 (20k rows)", ["fit", str(tmp / "fit_20000.csv"), *big], False))
-    print(f"baseline: lib at {args.baseline_rev}; new: {new}; {os.cpu_count()} CPUs visible, BLAS threads 2\n")
-    head = f"{'case':<46}{'baseline s':>11}{'MB':>8}{'new s':>9}{'MB':>8}{'ratio':>8}"
+    load = os.getloadavg()[0]
+    print(f"baseline: lib at {args.baseline_rev}; new: {new}; {os.cpu_count()} CPUs visible, BLAS threads 2; "
+          f"load average {load:.1f} at the start\n")
+    head = (f"{'case':<42}{'base wall s':>12}{'CPU s':>8}{'MB':>7}{'new wall s':>11}{'CPU s':>8}{'MB':>7}"
+            f"{'ratio wall':>11}{'CPU':>7}")
     print(head)
     print("-" * len(head))
     notes = []
     for name, argv, base_ok in cases:
-        t1, m1, rc1, last1 = run(new, argv, args.timeout)
+        t1, c1, m1, rc1, last1 = run(new, argv, args.timeout)
         if base_ok:
-            t0, m0, rc0, last0 = run(base, argv, args.timeout)
-            ratio = f"{t0 / t1:7.1f}x"
-            b = f"{t0:11.2f}{m0:8.0f}"
+            t0, c0, m0, rc0, last0 = run(base, argv, args.timeout)
+            b, ratio = f"{t0:12.2f}{c0:8.2f}{m0:7.0f}", f"{t0 / t1:10.1f}x{c0 / c1:6.1f}x"
         else:
             rc0, last0 = None, "not run"
-            ratio, b = "", f"{'not run':>11}{'':>8}"
-        print(f"{name:<46}{b}{t1:9.2f}{m1:8.0f}{ratio:>8}", flush=True)
+            b, ratio = f"{'not run':>12}{'':>8}{'':>7}", ""
+        print(f"{name:<42}{b}{t1:11.2f}{c1:8.2f}{m1:7.0f}{ratio}", flush=True)
         notes.append(f"  {name}: new exit {rc1}: {last1}" + ("" if rc0 is None else f" | baseline exit {rc0}: {last0}"))
     print("\nlast line of each run's output:")
     print("\n".join(notes))

@@ -72,6 +72,8 @@ def test_isoflop_names_the_line_of_a_bad_drop_flag(tmp_path, capsys):
 def test_envelope_names_the_file_line(tmp_path, capsys):
     path = write(tmp_path, ["run,N,tokens,loss", "a,1e8,1e9,3.4", "", "a,1e8,2e9,0", "b,2e8,1e9,3.5"])
     refused(capsys, ["envelope", path, "--bootstrap", "0"], "column 'loss'", "line 4 has 0")
+    path = write(tmp_path, ["run,N,tokens,loss", "a,1e8,1e9,3.4", "", "a,1e8,2e9,3.3", ",2e8,1e9,3.5"])
+    refused(capsys, ["envelope", path, "--bootstrap", "0"], "empty run id in line 5")
 
 
 TREND = ["model,x,acc,n,family", "a,1e9,0.50,100,f", "", "b,1e10,0.60,100,f", "c,1e11,0.70,100,g",

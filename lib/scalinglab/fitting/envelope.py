@@ -108,8 +108,8 @@ def curves_table(df: pd.DataFrame, run_col: str = "run", n_col: str = "n", loss_
         raise UserError(f"training curves need a compute or a tokens column ({wanted}; columns: "
                         f"{', '.join(map(str, df.columns))})")
     if df[run_col].isna().any():
-        raise UserError(f"training curves: column {run_col!r} has an empty run id in row "
-                        f"{df.index[int(df[run_col].isna().to_numpy().argmax())]!r}")
+        raise UserError(f"training curves: column {run_col!r} has an empty run id in "
+                        f"{row_name(df.index, int(df[run_col].isna().to_numpy().argmax()))}")
     n = _positive(df, n_col)
     loss = _positive(df, loss_col)
     flops = _positive(df, flops_col) if has_flops else None
