@@ -387,7 +387,7 @@ def test_fixing_one_tied_exponent_fixes_both():
 
 def test_fixed_e_above_a_loss_is_refused():
     N, D, L = isoflop_runs()
-    with pytest.raises(UserError, match=r"E = 2.5 puts the law at 2.5 or above, but row \d+ has loss"):
+    with pytest.raises(UserError, match=r"E = 2.5 puts the law at 2.5 or above, but the run with N \S+, D \S+ has loss"):
         F.fit_arrays(N, D, L, F.FitOptions(fixed={"E": 2.5}))
 
 

@@ -189,8 +189,8 @@ GOOD = """N,C,loss
     (None, [], "cannot read"),                                             # missing file
     ("", [], "is empty"),
     (GOOD, ["--n-col", "params"], "no N column 'params'"),
-    (GOOD.replace("3.40", "abc"), [], "column 'loss' needs positive finite numbers; row 0 has 'abc'"),
-    (GOOD.replace("1e+08,1e+19", "-1e+08,1e+19"), [], "column 'N' needs positive finite numbers; row 0 has -1"),
+    (GOOD.replace("3.40", "abc"), [], "column 'loss' needs positive finite numbers; line 2 has 'abc'"),
+    (GOOD.replace("1e+08,1e+19", "-1e+08,1e+19"), [], "column 'N' needs positive finite numbers; line 2 has -1"),
     ("N,C,loss\n1e8,1e19,3\n2e8,2e19,2.9\n4e8,4e19,3\n", [], "no budget in column 'C' has 3 or more sizes"),
     (GOOD, ["--method", "cubic"], "argument --method: invalid choice: 'cubic'"),
     (GOOD, ["--group-by", "family"], "no --group-by column 'family'"),

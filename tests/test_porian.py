@@ -124,3 +124,24 @@ def test_published_exponents_refuse_a_missing_step():
                               a_ci95_hi=0.71, n_bootstrap=1000)])
     with pytest.raises(DataError, match="0 rows for RefinedWeb, Reproducing Kaplan"):
         porian.published_exponents(fits)
+
+
+@pytest.mark.parametrize("payload, what", [
+    (b"\x80\x04cbuiltins\nslice\n(K\x01K\x02K\x03K\x04tR.", "TypeError"),  # slice(1, 2, 3, 4)
+    (b"\x80\x04cnumpy\ndtype\n(X\x04\x00\x00\x00junkK\x00K\x01tR.", "TypeError"),  # dtype('junk', 0, 1)
+])
+def test_allowed_globals_with_junk_arguments_are_a_one_line_data_error(tmp_path, payload, what):
+    # The globals are allowed, their arguments are garbage: the file is corrupt, so a DataError naming it
+    # (before: the TypeError escaped as a traceback).
+    path = tmp_path / "junk.pickle.xz"
+    path.write_bytes(lzma.compress(payload))
+    with pytest.raises(DataError) as err:
+        porian.read_pickle(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: not a Porian et al. summary pickle") and what in msg and "\n" not in msg
+
+
+def test_an_unreadable_pickle_is_not_called_corrupt(tmp_path):
+    # A missing file is a reading problem, not "not a summary pickle".
+    with pytest.raises(DataError, match=r"cannot read .*absent\.pickle\.xz"):
+        porian.read_pickle(tmp_path / "absent.pickle.xz")

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -528,3 +529,27 @@ def test_report_text_warns_when_budgets_share_runs(capsys):
         assert f"resampling each run's {seeds} seeds" in text and "each seed's runs alone" in text
         assert "with the budgets' scatter about the line added" in text
         assert "one seed per point" not in text
+
+
+def test_a_db_in_a_folder_that_cannot_be_written_says_so(tmp_path, capsys):
+    # sqlite says only "unable to open database file"; that is not "not a sweep database".
+    with pytest.raises(UserError, match=r"cannot open the sweep database: folder .*missing does not exist"):
+        sweep.connect(tmp_path / "missing" / "sweep.db")
+    unwritable = tmp_path / "ro"
+    unwritable.mkdir()
+    unwritable.chmod(0o555)
+    try:
+        probe = unwritable / "probe"
+        probe.touch()  # root writes anyway: fall back to /sys, which refuses new files even to root
+        probe.unlink()
+        unwritable = Path("/sys")
+        if not unwritable.is_dir() or os.access(unwritable / "sweep.db", os.F_OK):
+            pytest.skip("no folder here refuses new files")
+    except PermissionError:
+        pass
+    try:
+        assert main(["sweep", "--preset", "kaplan", "--db", str(unwritable / "sweep.db")]) == 2
+        err = capsys.readouterr().err
+        assert "is not writable" in err and "not a sweep database" not in err and err.count("\n") == 1, err
+    finally:
+        (tmp_path / "ro").chmod(0o755)

@@ -1,7 +1,14 @@
-"""Errors that are the user's to fix.
+"""Errors that are the user's to fix, and how their messages name a row.
 
 A UserError carries a one-line message naming the file, column or value at
 fault; the CLI prints it without a traceback and exits with code 2.
+
+Rows: the CLI names a row of a CSV by its line in the file (header = line 1). A
+``RowError`` names a row by its 0-based position in the table a library function
+was given ("row 3"), and keeps that position so that the CLI, which knows each
+row's line, can rename it (``renamed``). A pandas table the CLI read from a file
+carries its lines as its index, named "line", and ``row_name`` names its rows
+by them.
 """
 
 
@@ -11,3 +18,25 @@ class UserError(Exception):
 
 class DataError(UserError):
     """A dataset file is missing, unreadable or fails its checksum."""
+
+
+class RowError(UserError):
+    """Bad input in one row: ``template`` holds the text ``{row}`` (replaced, not formatted, so values with
+    braces are safe), ``row`` is the 0-based position in the table given."""
+
+    def __init__(self, template: str, row: int):
+        self.template, self.row = template, int(row)
+        super().__init__(self.renamed(f"row {self.row}"))
+
+    def renamed(self, name: str) -> str:
+        """The message with the row called ``name`` (e.g. "line 7")."""
+        return self.template.replace("{row}", name, 1)
+
+
+def row_name(index, i: int) -> str:
+    """How a message names the row at position ``i`` of a table with row labels ``index`` (a pandas
+    Index): "line L" when the labels are a CSV file's lines (an index named "line", as the CLI reads
+    files), else "row LABEL"."""
+    label = index[i]
+    label = label.item() if hasattr(label, "item") else label
+    return f"line {label}" if getattr(index, "name", None) == "line" else f"row {label!r}"

@@ -135,7 +135,7 @@ def _run(args) -> int:
                                   "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
                         labels)
         optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
-                                       level=args.level)
+                                       level=args.level, progress=sys.stderr.isatty())
         if args.bootstrap and args.noise is None:
             _warn_misfit(g, cols, labels, isoflop)
         fit = isoflop.fit_exponent(optima, weighted=True, level=args.level)

@@ -12,11 +12,14 @@ FALSE = {"false", "f", "no", "n", "0", "0.0", "", "nan"}
 
 
 def check_resampling(args) -> None:
-    """--bootstrap and --seed, as every fitting command takes them: counts, so not negative."""
+    """--bootstrap and --seed, as every fitting command takes them: counts, so not negative, and at most
+    ``MAX_RESAMPLES`` resamples (refused up front rather than a MemoryError or days of work)."""
     from scalinglab.errors import UserError
+    from scalinglab.fitting.options import check_resample_count
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    check_resample_count(args.bootstrap)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
 
@@ -45,7 +48,7 @@ def read_csv(path: str):
     from scalinglab.errors import UserError
 
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, skip_blank_lines=False)
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     except pd.errors.EmptyDataError:
@@ -56,7 +59,16 @@ def read_csv(path: str):
     dup = _repeated_name(path)
     if dup is not None:
         raise UserError(f"{path}: the header names column {dup!r} twice")
-    return df
+    return with_file_lines(df)
+
+
+def with_file_lines(df):
+    """``df`` (read with ``skip_blank_lines=False``) indexed by each row's line in the file (header = line 1;
+    the index is named "line", which ``scalinglab.errors.row_name`` reads), rows without a single value
+    (blank lines) dropped, as `fit`'s reader drops them. A quoted field spanning lines would shift the count."""
+    df.index = df.index + 2
+    df.index.name = "line"
+    return df[~df.isna().all(axis=1)] if len(df.columns) else df
 
 
 def _repeated_name(path: str) -> str | None:
@@ -82,7 +94,7 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
     """
     import pandas as pd
 
-    from scalinglab.errors import UserError
+    from scalinglab.errors import UserError, row_name
     from scalinglab.fitting import holdout
 
     for text in where:  # one at a time, so that an empty result names the condition that emptied it
@@ -102,9 +114,9 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
         text = df[col].map(lambda v: "" if pd.isna(v) else str(v).strip().lower())
         odd = ~text.isin(TRUE | FALSE)
         if odd.any():
-            row = odd.idxmax()
+            pos = int(odd.to_numpy().argmax())
             raise UserError(f"{label}: --drop-flagged column {col!r} should hold true/false, yes/no or 1/0; "
-                            f"row {row} has {str(df.loc[row, col])!r}")
+                            f"{row_name(df.index, pos)} has {str(df[col].iloc[pos])!r}")
         flagged |= text.isin(TRUE)
     if df.empty:  # a header and no rows: say so rather than "every row is flagged"
         raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")

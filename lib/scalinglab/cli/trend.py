@@ -66,8 +66,10 @@ def _source(args):
         raise UserError(f"{path}: is a directory, not a CSV file")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    from scalinglab.cli.tables import with_file_lines
+
     try:
-        return pd.read_csv(path), {}, str(path)
+        return with_file_lines(pd.read_csv(path, skip_blank_lines=False)), {}, str(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
 
@@ -106,14 +108,17 @@ def _check_values(df, cols: dict, label: str, from_file: bool) -> None:
     """Refuse, naming the column and the row, a value the test cannot use: not a number, blank, NaN or
     infinite in x, y or count (the fit would otherwise drop the row unseen, shrinking the group and changing
     its p-values), or a count of examples that is not a whole number. Rows are named by the file's line
-    (header = line 1) for a CSV, by position (first row = 1) for a registered dataset."""
+    (header = line 1, kept through --where) for a CSV, by position (first row = 1) for a registered dataset."""
     import numpy as np
     import pandas as pd
 
-    from scalinglab.errors import UserError
+    from scalinglab.errors import UserError, row_name
 
     def where(pos: int) -> str:
-        return f"line {pos + 2}" if from_file else f"row {pos + 1}"
+        label = df.index[pos]  # kept through --where: the row's place in the whole table
+        if from_file:
+            return row_name(df.index, pos)
+        return f"row {label + 1}" if isinstance(label, (int, np.integer)) else f"row {label!r}"
 
     for role in ("x", "y", "count"):
         col = cols[role]

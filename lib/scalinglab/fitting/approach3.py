@@ -32,11 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import RowError, UserError
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
     FitOptions,
     Parametrisation,
+    check_resample_count,
     exact_fixed,
     hoffmann_grid,
     min_rows,
@@ -49,14 +50,14 @@ from scalinglab.fitting.solver import batched_solve, law_terms, objective, proje
 
 
 def positive_logs(values, name: str) -> np.ndarray:
-    """log of a column that must be finite and positive, or a UserError naming the first bad row."""
+    """log of a column that must be finite and positive, or a RowError naming the first bad row."""
     x = np.asarray(values, dtype=float).ravel()
     bad = np.flatnonzero(~np.isfinite(x))
     if bad.size:
-        raise UserError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at row {bad[0]})")
+        raise RowError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at {{row}})", bad[0])
     bad = np.flatnonzero(x <= 0)
     if bad.size:
-        raise UserError(f"column {name!r} must be positive; row {bad[0]} is {x[bad[0]]:g}")
+        raise RowError(f"column {name!r} must be positive; {{row}} is {x[bad[0]]:g}", bad[0])
     return np.log(x)
 
 
@@ -130,9 +131,11 @@ def _check_below_fixed_floor(N, D, L, fixed: dict[str, float], names) -> None:
             parts.append(f"the fixed {scale}/{col}^{exp}")
     bad = np.flatnonzero(L <= floor)
     if parts and bad.size:
+        # The run is named by its values: rows here may already be a selection (--where, --drop-highest).
         i = bad[0]
-        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but row {i} has "
-                        f"{names[2]} {L[i]:.4g} ({bad.size} row(s) at or below the law's floor): fix a smaller value")
+        raise UserError(f"{' plus '.join(parts)} puts the law at {floor[i]:.4g} or above, but the run with "
+                        f"{names[0]} {N[i]:.4g}, {names[1]} {D[i]:.4g} has {names[2]} {L[i]:.4g} ({bad.size} run(s) at "
+                        "or below the law's floor): fix a smaller value")
 
 
 # --- the fit ---------------------------------------------------------------
@@ -188,16 +191,23 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     Every start is scored at once; the ``n_refine`` best are optimised together
     by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
     distinct solutions are then solved to convergence and the lowest wins.
+    With more than ``options.screen_rows`` rows, scoring, refining and polishing the
+    finalists use a seeded subsample of that many (``screening_rows``), and only the
+    best finalist's final solve sees every row; sums over rows go in blocks of
+    ``options.block`` elements, so memory stays bounded (about 0.1 GB beyond the
+    data) whatever the row count.
     numpy only: scipy stays off this path so that the CLI starts fast.
 
     With constraints in ``options`` the starts are projected onto the free
     coordinates and deduplicated (tying the exponents leaves 900 of the 4,500).
     """
     opts = options or FitOptions()
+    check_resample_count(n_boot)  # before the fit, which can take a while on many rows
     logN, logD, logL = check_identifiable(N, D, L, names, opts)
     P = parametrisation(opts)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P,
+                 block=opts.block)
     if opts.solver == "varpro" and starts is None:
         from scalinglab.fitting.varpro import varpro_theta
 
@@ -207,14 +217,19 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
         starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
         if not P.identity:
             starts = P.theta(np.unique(P.phi(starts), axis=0))
-        score = objective(P.clip(starts, lo, hi), logN, logD, logL, opts.delta)
-        thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], logN, logD, logL,
+        sub = screening_rows(logN, logD, opts.screen_rows)
+        sN, sD, sL = logN[sub], logD[sub], logL[sub]
+        score = objective(P.clip(starts, lo, hi), sN, sD, sL, opts.delta, block=opts.block)
+        thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], sN, sD, sL,
                                       max_iter=opts.grid_iters, **solve)
         # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
         order = np.argsort(fs)
         _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
         pick = order[np.sort(first)[: opts.n_polish]]
         finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
+        if not isinstance(sub, slice):  # screened: the finalists converge on the subsample, the best goes on
+            thetas, fs, _ = batched_solve(finalists, sN, sD, sL, max_iter=opts.batch_iters, **solve)
+            finalists = thetas[[int(np.argmin(fs))]]
     thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
     best = int(np.argmin(fs))
     theta, f = thetas[best], float(fs[best])
@@ -234,6 +249,26 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     return result
 
 
+
+
+def screening_rows(logN, logD, m: int, seed: int = 0):
+    """The rows the start grid is scored and refined on: all of them (a slice) when there are at most
+    ``m``, else ``m`` row indices, sorted: the first row of every distinct N and of every distinct D
+    (so the subsample can identify what the whole can, drawn among if they are more than ``m``), the
+    rest drawn at random with a fixed seed so that a fit is repeatable."""
+    n = len(logN)
+    if n <= m:
+        return slice(None)
+    rng = np.random.default_rng(seed)
+    # A column with few distinct values (a grid of sizes) keeps one row of each; one with many (every run
+    # its own N) is covered by the random draw anyway.
+    firsts = [idx for x in (logN, logD)
+              if (idx := np.unique(np.round(x, 6), return_index=True)[1]).size <= m // 2]
+    firsts = np.unique(np.concatenate(firsts)) if firsts else np.empty(0, int)
+    if firsts.size >= m:
+        return np.sort(rng.choice(firsts, m, replace=False))
+    rest = np.setdiff1d(np.arange(n), firsts, assume_unique=True)
+    return np.sort(np.concatenate([firsts, rng.choice(rest, m - firsts.size, replace=False)]))
 
 
 def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[str, ...]:
@@ -296,29 +331,44 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     opts = result.options
     P = parametrisation(opts)
     logN, logD, logL = (np.log(np.asarray(x, float).ravel()) for x in (N, D, L))
+    n = len(logL)
+    inverse = None
     if counts is not None:
         counts = np.asarray(counts, float)
-        if counts.ndim != 2 or counts.shape[1] != len(logL):
-            raise UserError(f"bootstrap weights of shape {counts.shape} for {len(logL)} runs")
-        n_boot, n_units = len(counts), len(logL)
+        if counts.ndim != 2 or counts.shape[1] != n:
+            raise UserError(f"bootstrap weights of shape {counts.shape} for {n} runs")
+        n_boot, n_units = len(counts), n
         unit = "runs" if groups is None else unit
     elif groups is None:
-        counts, unit, n_units = resample_counts(len(logL), n_boot, seed), "runs", len(logL)
+        unit, n_units = "runs", n
     else:
         groups = np.asarray(groups)
         if groups.shape != logL.shape:
-            raise UserError(f"{groups.size} group labels for {len(logL)} runs")
-        counts, n_units = group_counts(groups, n_boot, seed), len(np.unique(groups))
+            raise UserError(f"{groups.size} group labels for {n} runs")
+        _, inverse = np.unique(groups, return_inverse=True)
+        n_units = int(inverse.max()) + 1
         if n_units < 2:
-            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {len(logL)} runs are in one")
+            raise UserError(f"a bootstrap over {unit} needs at least 2 of them; all {n} runs are in one")
+    check_resample_count(n_boot)
+    # Resamples are drawn chunk by chunk from one generator: the same counts as ``resample_counts`` /
+    # ``group_counts`` draw at once, without ever holding n_boot × rows of them. A chunk's weights stay
+    # near 4 × ``opts.block`` elements (32 MB), and the solver sums over rows in blocks.
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(chunk, 4 * opts.block // max(n, 1)))
+    p = np.full(n_units, 1.0 / n_units)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
-    # Chunks keep the (K, n, 5) Jacobian small.
     for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
-        W = counts[start:start + chunk]
+        if counts is not None:
+            W = counts[start:start + chunk]
+        else:
+            W = rng.multinomial(n_units, p, size=min(chunk, n_boot - start)).astype(float)
+            if inverse is not None:
+                W = W[:, inverse]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
-                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P)
+                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P,
+                                  block=opts.block)
         thetas.append(th)
         oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)
@@ -442,6 +492,6 @@ def _column(table, col: str) -> np.ndarray:
             try:
                 float(v)
             except (TypeError, ValueError):
-                raise UserError(f"column {col!r} holds a non-number at row {i}: {v!r}") from None
+                raise RowError(f"column {col!r} holds a non-number at {{row}}: {v!r}", i) from None
         raise
 

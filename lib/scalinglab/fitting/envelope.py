@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, row_name
+from scalinglab.fitting.options import check_resample_count
 from scalinglab.serialization import to_jsonable
 
 METHODS = ("grid", "hull")
@@ -79,7 +80,7 @@ def _positive(df: pd.DataFrame, col: str) -> np.ndarray:
         i = int(bad.argmax())
         value = df[col].iloc[i]
         value = value.item() if hasattr(value, "item") else value  # 0.0, not np.float64(0.0)
-        raise UserError(f"training curves: column {col!r} needs positive finite numbers; row {df.index[i]!r} "
+        raise UserError(f"training curves: column {col!r} needs positive finite numbers; {row_name(df.index, i)} "
                         f"has {value!r}")
     return values
 
@@ -107,8 +108,8 @@ def curves_table(df: pd.DataFrame, run_col: str = "run", n_col: str = "n", loss_
         raise UserError(f"training curves need a compute or a tokens column ({wanted}; columns: "
                         f"{', '.join(map(str, df.columns))})")
     if df[run_col].isna().any():
-        raise UserError(f"training curves: column {run_col!r} has an empty run id in row "
-                        f"{df.index[int(df[run_col].isna().to_numpy().argmax())]!r}")
+        raise UserError(f"training curves: column {run_col!r} has an empty run id in "
+                        f"{row_name(df.index, int(df[run_col].isna().to_numpy().argmax()))}")
     n = _positive(df, n_col)
     loss = _positive(df, loss_col)
     flops = _positive(df, flops_col) if has_flops else None
@@ -192,6 +193,7 @@ def _check_options(options: EnvelopeOptions) -> None:
         raise UserError(f"envelope n_grid must be at least 2, not {options.n_grid!r}")
     if not 0 < options.level < 1:
         raise UserError(f"envelope level must lie strictly between 0 and 1, not {options.level!r}")
+    check_resample_count(options.n_boot)  # one envelope per resample, in a loop: 1e8 would run for days
 
 
 def _grid_envelope(runs: _Runs, log_c: np.ndarray, losses: np.ndarray,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.domain import legend, short
 from scalinglab.serialization import to_jsonable
@@ -97,7 +97,7 @@ def _numbers(cells: list, cond: Condition) -> np.ndarray:
     for i, c in enumerate(cells):
         x = _number(c)
         if x is None:
-            raise UserError(f"{cond.text!r}: column {cond.column!r} holds a non-number at row {i}: {c!r}")
+            raise RowError(f"{cond.text!r}: column {cond.column!r} holds a non-number at {{row}}: {c!r}", i)
         out[i] = x
     return out
 
@@ -311,11 +311,11 @@ def _checked(table, col: str, rows: np.ndarray) -> np.ndarray:
     for k, i in enumerate(rows):
         x = _number(cells[i])
         if x is None:
-            raise UserError(f"column {col!r} holds a non-number at row {i}: {cells[i]!r}")
+            raise RowError(f"column {col!r} holds a non-number at {{row}}: {cells[i]!r}", i)
         if not np.isfinite(x):
-            raise UserError(f"column {col!r} has a missing or non-finite value at row {i}")
+            raise RowError(f"column {col!r} has a missing or non-finite value at {{row}}", i)
         if x <= 0:
-            raise UserError(f"column {col!r} must be positive; row {i} is {x:g}")
+            raise RowError(f"column {col!r} must be positive; {{row}} is {x:g}", i)
         out[k] = x
     return out
 
@@ -390,8 +390,8 @@ def group_labels(table, groups) -> np.ndarray:
     blank = [i for i, g in enumerate(groups)
              if g is None or (isinstance(g, float) and np.isnan(g)) or str(g).strip().lower() in ("", "nan")]
     if blank:
-        raise UserError(f"{what} is blank in {len(blank)} row(s) (first: row {blank[0]}): every row needs a group "
-                        "to resample by")
+        raise RowError(f"{what} is blank in {len(blank)} row(s) (first: {{row}}): every row needs a group "
+                       "to resample by", blank[0])
     labels = np.array([str(g) for g in groups])
     if labels.shape != (n,):
         raise UserError(f"{labels.size} group labels for a table of {n} rows")

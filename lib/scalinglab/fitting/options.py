@@ -1,5 +1,6 @@
 """Options of the Approach-3 fit: bounds, starts, constraints (fixed and tied parameters) and
-the free-coordinate parametrisation θ = c + T·φ the solver moves.
+the free-coordinate parametrisation θ = c + T·φ the solver moves; the most resamples any bootstrap
+(Approaches 1, 2 and 3) takes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,23 @@ def min_rows(n_free: int) -> int:
 MIN_ROWS = min_rows(len(PARAMS))
 SOLVERS = ("grid", "varpro")  # 10 for the full law
 
+# Elements (starts × rows) in one block of the solver's row-wise sums: 2^20 float64 = 8 MB per (K, rows)
+# array, 40 MB for the Jacobian, so a fit's memory stays bounded whatever the number of rows.
+BLOCK = 1 << 20
+
+
+# The most resamples a bootstrap takes. Intervals stop moving long before (the Monte Carlo error of a
+# 95% percentile at 100,000 draws is under 0.1% of the interval), and beyond it the replicates alone
+# outgrow memory (100,000,000 resamples x 5 parameters is 4 GB) and the time runs to days.
+MAX_RESAMPLES = 100_000
+
+
+def check_resample_count(n_boot: int, flag: str = "--bootstrap") -> None:
+    """A UserError stating the limit when ``n_boot`` resamples is more than ``MAX_RESAMPLES``."""
+    if n_boot > MAX_RESAMPLES:
+        raise UserError(f"{flag} {n_boot}: at most {MAX_RESAMPLES:,} resamples (intervals stop changing long "
+                        "before; more would outgrow memory and take days)")
+
 
 def hoffmann_grid() -> np.ndarray:
     """Hoffmann's 4,500 starts as rows of THETA: α, β ∈ {0,…,2}, e ∈ {−1,…,1}, a, b ∈ {0,5,…,25}."""
@@ -40,6 +58,12 @@ class FitOptions:
     n_refine: int = 50             # best-scoring grid starts optimised together
     grid_iters: int = 60           # batched iterations for those starts before picking finalists
     n_polish: int = 3              # distinct best solutions then solved to convergence
+    # With more rows than this, the grid is scored and refined, and the finalists polished, on a seeded
+    # subsample of this many rows (one row of each distinct N and D kept where they are few), and the best
+    # finalist is then solved on every row: scoring 4,500 starts on a million rows would cost 4.5e9 law
+    # evaluations for a choice of basin.
+    screen_rows: int = 1000
+    block: int = BLOCK             # elements (starts × rows) per block of the solver's sums (memory bound)
     # Box for (e, a, b, alpha, beta). Wide enough never to bind on real runs;
     # a parameter that ends on it is flagged (e at −20 means "no E": E ≈ 0).
     lower: tuple[float, ...] = (-20.0, -20.0, -20.0, 0.0, 0.0)

@@ -94,7 +94,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, row_name
 from scalinglab.serialization import to_jsonable
 
 TRENDS = ("positive", "inverse", "u-shaped", "inverted-u", "curved", "unresolved", "flat")
@@ -333,7 +333,7 @@ def _groups(df, x_col, y_col, n_col, group_col, source):
         values = pd.to_numeric(df[col], errors="coerce")
         bad = df[col][values.isna() & df[col].notna()]
         if len(bad):
-            raise UserError(f"{source}: column {col!r} is not numeric (row {bad.index[0]}: {bad.iloc[0]!r})")
+            raise UserError(f"{source}: column {col!r} is not numeric ({row_name(bad.index, 0)}: {bad.iloc[0]!r})")
         df = df.assign(**{col: values})
     if not group_col:
         return [("all", df)]

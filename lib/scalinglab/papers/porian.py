@@ -99,6 +99,10 @@ _ALLOWED = {
 }
 
 
+# What the allowed globals raise when a file hands them junk arguments (or a BUILD state of the wrong form).
+_JUNK_ARGUMENTS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if module == "numpy.core" or module.startswith("numpy.core."):
@@ -114,10 +118,20 @@ def read_pickle(path: Path) -> pd.DataFrame:
     Call only on a file whose sha256 the registry has checked (``data.locate``).
     """
     try:
-        with lzma.open(path) as fh:
+        fh = lzma.open(path)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        with fh:
             obj = _RestrictedUnpickler(fh).load()
     except (pickle.UnpicklingError, lzma.LZMAError, EOFError) as exc:
         raise DataError(f"{path}: not a Porian et al. summary pickle ({exc})") from None
+    except _JUNK_ARGUMENTS as exc:
+        # Only the file's opcodes run inside load(), calling nothing but the allowed globals: one of them
+        # raising (slice with four arguments, a dtype named 'junk', a block of the wrong shape) is the
+        # file's fault. Anything else (MemoryError, KeyboardInterrupt, an OSError) is not a data error.
+        raise DataError(f"{path}: not a Porian et al. summary pickle (an allowed global rejected its "
+                        f"arguments: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
     if not isinstance(obj, pd.DataFrame) or "data" not in obj.columns:
         raise DataError(f"{path}: expected a DataFrame with a 'data' column, got {type(obj).__name__}")
     return obj.rename(columns={"val": "loss_split"})

@@ -51,13 +51,44 @@ ADDED_COLUMNS = {"owner": "TEXT", "lease_until": "REAL", "claims": "INTEGER NOT 
 
 
 def connect(db_path: Path | str) -> sqlite3.Connection:
+    """The sweep database at ``db_path``, created if new, its schema brought up to date; a UserError that
+    says why not: a folder or another kind of file is "not a sweep database", a folder that does not
+    exist or cannot be written (sqlite says only "unable to open database file") is named as such."""
     try:
         con = sqlite3.connect(db_path, timeout=60)
         con.executescript(SCHEMA)
         _add_missing_columns(con)
-    except sqlite3.DatabaseError as exc:  # another kind of file, or a folder
+    except sqlite3.DatabaseError as exc:  # another kind of file, a folder, or a file system that refuses
+        if Path(db_path).is_dir():
+            raise UserError(f"{db_path}: not a sweep database (it is a folder)") from None
+        problem = cannot_write(db_path) if isinstance(exc, sqlite3.OperationalError) else None
+        if problem:
+            raise UserError(f"{db_path}: cannot open the sweep database: {problem}") from None
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     return con
+
+
+def cannot_write(db_path: Path | str) -> str | None:
+    """Why the file system will not let a sweep database at ``db_path`` be created or written (sqlite also
+    writes a journal beside it, so its folder must take new files), or None when it will."""
+    import tempfile
+
+    path = Path(db_path)
+    folder = path.parent
+    if not folder.exists():
+        return f"folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if path.exists():
+        try:
+            open(path, "r+b").close()
+        except OSError as exc:
+            return f"the file cannot be written ({exc.strerror})"
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        return f"folder {folder} is not writable ({exc.strerror})"
+    return None
 
 
 def _add_missing_columns(con: sqlite3.Connection) -> None:
