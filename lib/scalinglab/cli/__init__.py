@@ -19,6 +19,7 @@ from scalinglab.errors import UserError
 # One module per subcommand, in the order `--help` lists them.
 COMMAND_MODULES = (
     "fit",
+    "compare_laws",
     "isoflop",
     "envelope",
     "params",

@@ -32,7 +32,8 @@ from scalinglab.serialization import to_jsonable
 
 HUBER_DELTA = 1e-3   # Hoffmann et al.'s δ on log residuals
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
-SOLVED_STARTS = 8    # of those, the best-scoring ones solved to convergence
+SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
+POLISHED = 2         # of those solutions, the best ones solved again under the Huber loss
 BOOT_STARTS = 3      # grid starts (besides the full-data optimum) refitted per bootstrap replicate
 ROLE_NAMES = {"n": "parameters N", "d": "training tokens D", "u": "unique tokens U", "x": "the variable x",
               "loss": "the loss (as input)"}
@@ -332,30 +333,46 @@ class _Problem:
         return np.clip(grid, self.lo, self.hi)
 
 
-def _solve(prob: _Problem, starts: np.ndarray, kind: str, delta: float):
-    """The best of least_squares from each start: (z, objective, rss, success)."""
+def _solve(prob: _Problem, starts: np.ndarray, kind: str, delta: float, *, first: bool = False):
+    """The best of least_squares from the starts: (z, objective, rss, success).
+
+    Squares from each start (the best-scoring ``SOLVED_STARTS``), then Huber from the ``POLISHED`` best of
+    those: scipy's Huber from a far start takes several times the steps. ``first``: stop at the first start
+    that succeeds (the bootstrap, whose first start is the full-data optimum)."""
     from scipy.optimize import least_squares
 
-    loss = "huber" if kind == "huber" else "linear"
-    best = (None, np.inf, np.nan, False)
-    if len(starts) > SOLVED_STARTS:  # solve from the best-scoring starts only: scoring is one prediction each
-        score = np.array([_huber_cost(prob.residuals(z), delta if kind == "huber" else np.inf) for z in starts])
+    cost_delta = delta if kind == "huber" else np.inf
+    if len(starts) > SOLVED_STARTS and not first:  # scoring a start is one prediction
+        score = np.array([_huber_cost(prob.residuals(z), cost_delta) for z in starts])
         starts = starts[np.argsort(score, kind="stable")[:SOLVED_STARTS]]
     solver = dict(bounds=(prob.lo, prob.hi), method="trf", x_scale="jac", xtol=1e-10, ftol=1e-12, gtol=1e-10,
                   max_nfev=200 * starts.shape[1])
-    for z0 in starts:
-        z0 = np.clip(z0, prob.lo + 1e-9 * (1 + np.abs(prob.lo)), prob.hi - 1e-9 * (1 + np.abs(prob.hi)))
+    pad = 1e-9 * (1 + np.abs(prob.lo)), 1e-9 * (1 + np.abs(prob.hi))
+
+    def run(z0, **kw):
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-                # Squares first, then Huber from there: scipy's Huber from a far start takes ~10x the steps.
-                sol = least_squares(prob.residuals, z0, **solver)
-                if loss == "huber":
-                    sol = least_squares(prob.residuals, sol.x, loss="huber", f_scale=delta, **solver)
+                return least_squares(prob.residuals, np.clip(z0, prob.lo + pad[0], prob.hi - pad[1]), **solver, **kw)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-            continue
-        # ``cost`` is 0.5·Σρ: Huber for loss="huber" (scaled by δ²), half the RSS for squares.
-        obj = float(sol.cost)
+            return None
+
+    best = (None, np.inf, np.nan, False)
+    if first:
+        for z0 in starts:
+            sol = run(z0)
+            if sol is not None and kind == "huber":
+                sol = run(sol.x, loss="huber", f_scale=delta)
+            if sol is not None and np.isfinite(sol.cost) and sol.status > 0:
+                return sol.x, float(sol.cost), float(np.sum(sol.fun ** 2)), True
+        return best
+    solved = [sol for sol in map(run, starts) if sol is not None and np.isfinite(sol.cost)]
+    solved.sort(key=lambda sol: _huber_cost(sol.fun, cost_delta))
+    for sol in solved[:POLISHED] if kind == "huber" else solved[:1]:
+        if kind == "huber":
+            sol = run(sol.x, loss="huber", f_scale=delta) or sol
+        # ``cost`` is 0.5·Σρ: Huber for loss="huber" (δ·(|r| − δ/2) beyond δ), half the RSS for squares.
+        obj = _huber_cost(sol.fun, cost_delta)
         if np.isfinite(obj) and obj < best[1]:
             best = (sol.x, obj, float(np.sum(sol.fun ** 2)), bool(sol.status > 0))
     return best
@@ -435,12 +452,12 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     z_hat = prob.z(fit.params)
     with np.errstate(all="ignore"):
         score = np.array([np.sum(np.square(prob.residuals(z))) for z in starts])
-    seeds = np.vstack([z_hat, starts[np.argsort(score)[:BOOT_STARTS]]])
+    seeds = np.vstack([z_hat, starts[np.argsort(score)[:BOOT_STARTS]]])  # the next are tried if one fails
     n = fit.n_rows
     samples, ok = [], []
     for idx in progress_bar(resample_indices(n, n_boot, seed, groups), f"bootstrap {fit.law.name}", progress):
         sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space)
-        z, _, _, success = _solve(sub, seeds, kind, delta)
+        z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
         good = z is not None and success and not _at_bound(sub, z)
         ok.append(good)
         if good:
