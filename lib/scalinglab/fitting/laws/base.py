@@ -33,6 +33,7 @@ from scalinglab.serialization import to_jsonable
 HUBER_DELTA = 1e-3   # Hoffmann et al.'s δ on log residuals
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
 SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
+AGREE = 3            # solved starts that reach the same lowest cost end the search
 POLISHED = 2         # of those solutions, the best ones solved again under the Huber loss
 BOOT_STARTS = 3      # grid starts (besides the full-data optimum) refitted per bootstrap replicate
 ROLE_NAMES = {"n": "parameters N", "d": "training tokens D", "u": "unique tokens U", "x": "the variable x",
@@ -361,15 +362,25 @@ def _solve(prob: _Problem, starts: np.ndarray, kind: str, delta: float, *, first
     if first:
         for z0 in starts:
             sol = run(z0)
-            if sol is not None and kind == "huber":
+            if sol is not None and kind == "huber" and np.max(np.abs(sol.fun)) > delta:
                 sol = run(sol.x, loss="huber", f_scale=delta)
             if sol is not None and np.isfinite(sol.cost) and sol.status > 0:
                 return sol.x, float(sol.cost), float(np.sum(sol.fun ** 2)), True
         return best
-    solved = [sol for sol in map(run, starts) if sol is not None and np.isfinite(sol.cost)]
+    solved: list = []
+    for z0 in starts:
+        sol = run(z0)
+        if sol is None or not np.isfinite(sol.cost):
+            continue
+        solved.append(sol)
+        # Enough: AGREE starts have reached the lowest cost so far (to 1e-9 relative), so the rest would add nothing.
+        low = min(x.cost for x in solved)
+        if sum(x.cost <= low * (1 + 1e-9) + 1e-14 for x in solved) >= AGREE:
+            break
     solved.sort(key=lambda sol: _huber_cost(sol.fun, cost_delta))
     for sol in solved[:POLISHED] if kind == "huber" else solved[:1]:
-        if kind == "huber":
+        # Every residual within δ: Huber is the squares there, so the squares optimum is Huber's too.
+        if kind == "huber" and np.max(np.abs(sol.fun)) > delta:
             sol = run(sol.x, loss="huber", f_scale=delta) or sol
         # ``cost`` is 0.5·Σρ: Huber for loss="huber" (δ·(|r| − δ/2) beyond δ), half the RSS for squares.
         obj = _huber_cost(sol.fun, cost_delta)
