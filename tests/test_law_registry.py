@@ -4,7 +4,6 @@ import csv
 
 import numpy as np
 import pytest
-
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import laws as Lw

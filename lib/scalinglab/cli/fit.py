@@ -148,7 +148,7 @@ def _run(args) -> int:
     if args.law != "chinchilla" or args.u_col or args.x_col or args.y_col:
         from scalinglab.cli.laws import run_fit
 
-        return run_fit(args, _source)
+        return run_fit(args, _source, _read_csv)
     opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
     n_col = args.n_col or roles.get("n", "N")

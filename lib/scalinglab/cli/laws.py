@@ -92,8 +92,9 @@ def refuse_fit_flags(args, law) -> None:
         raise UserError(f"--drop-highest drops the highest losses; law {law.name} predicts a downstream metric")
 
 
-def run_fit(args, source) -> int:
-    """`scalinglab fit --law NAME` for a registry law; ``source(args)`` gives (table, roles, label)."""
+def run_fit(args, source, read_csv) -> int:
+    """`scalinglab fit --law NAME` for a registry law; ``source(args)`` gives (table, roles, label),
+    ``read_csv(path)`` the table of --predict (cli.fit's, passed in: this module must not import it back)."""
     import sys
 
     import numpy as np
@@ -137,10 +138,8 @@ def run_fit(args, source) -> int:
     except UserError as exc:
         raise UserError(f"{label}: {exc}") from None
     if args.predict:
-        from scalinglab.cli.fit import _read_csv
-
         try:
-            other = _read_csv(args.predict)
+            other = read_csv(args.predict)
             rows = np.flatnonzero(H.where(other, args.where))
             if not rows.size:
                 raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
