@@ -52,6 +52,7 @@ class LawScore:
         return {"law": self.law.name, "params": len(self.law.params),
                 "status": self.fit.status if self.fit else "not fitted",
                 "split_rmsle": self.split.rmsle() if self.split else float("nan"),
+                "split_n": len(self.split.rows) if self.split else 0,
                 "split_status": self.split_fit.status if self.split_fit else None,
                 "logo_rmsle": self.logo.rmsle() if self.logo else float("nan"),
                 "aic": ic["aic"] if ic else None, "bic": ic["bic"] if ic else None,
