@@ -106,8 +106,10 @@ class LawComparison:
             vs = r["vs_best"]
             diff = ("best" if r["rank"] == 1 else
                     f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}]" if vs else "")
-            lines.append(f"{r['rank'] or '-':>4}  {r['law']:<17}{r['params']:>6}  {r['status']:<10}"
-                         f"{r['split_rmsle']:>12.4f}{r['logo_rmsle']:>12.4f}{ic}   {diff}")
+            split, logo = (f"{v:>12.4f}" if np.isfinite(v) else f"{'-':>12}" for v in (r["split_rmsle"],
+                                                                                         r["logo_rmsle"]))
+            lines.append(f"{r['rank'] or '-':>4}  {r['law']:<17}{r['params']:>6}  {r['status']:<10}{split}{logo}{ic}"
+                         f"   {diff}")
         if self.objective == "huber":
             lines.append("AIC/BIC: n/a under the Huber objective (no likelihood); --objective squares gives them")
         if self.target:
@@ -129,13 +131,28 @@ class LawComparison:
 
 def _order_values(law: Law, table, rows, cols: Columns, order_by: str | None) -> np.ndarray:
     if order_by:
-        return np.array([float(v) for v in np.asarray(list(table[order_by]), object)[rows]])
+        if order_by not in table:
+            raise UserError(f"no column {order_by!r} to order runs by; the table has {', '.join(map(str, table))}")
+        cells = np.asarray(list(table[order_by]), object)[rows]
+        try:
+            return np.array([float(v) for v in cells])
+        except (TypeError, ValueError):
+            bad = next(i for i, v in zip(rows, cells) if not _is_number(v))
+            raise UserError(f"column {order_by!r} holds a non-number at row {bad}: {table[order_by][bad]!r}") from None
     inputs, _ = inputs_at(law, table, rows, cols)
     if "n" in inputs and "d" in inputs:
         return 6.0 * inputs["n"] * inputs["d"]
     if "x" in inputs:
         return inputs["x"]
     return -inputs["loss"]  # downstream: the better (lower-loss) models last
+
+
+def _is_number(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _split_mask(laws, table, keep, cols, holdout, order_by, train_frac) -> tuple[np.ndarray, str]:
