@@ -127,6 +127,17 @@ def test_extrapolation_known_answers():
     assert "0.24× the truth at 12 runs" in t and "84% within 2×" in t
 
 
+def test_extrapolation_names_the_form_that_extrapolates_best():
+    t = text("04_extrapolation")
+    assert "kaplan extrapolates best (held-out RMSLE kaplan 0.081, chinchilla 0.110, gadre 0.117)" in t
+    assert "cannot tell it from chinchilla (paired bootstrap of the RMSLE difference (95% −0.003 to +0.059))" in t
+    s = copy.deepcopy(FIXTURE["04_extrapolation"])
+    s["which_law"]["laws"][0]["vs_best"]["ci"] = [0.004, 0.059]   # an interval above 0: the data tell them apart
+    assert "ahead of chinchilla" in text("04_extrapolation", s)
+    del s["which_law"]  # a summary from before section 6: the bullet without the sentence
+    assert "registered forms" not in text("04_extrapolation", s)
+
+
 def test_numbers_follow_the_summary():
     s = copy.deepcopy(FIXTURE["01_chinchilla_fit"])
     s["fits"]["ours"]["a"] = 0.6

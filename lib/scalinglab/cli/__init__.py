@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "saved",
     "compare",
     "design",
+    "compare_laws",
     "isoflop",
     "envelope",
     "params",

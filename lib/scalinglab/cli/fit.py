@@ -70,6 +70,13 @@ def register(sub) -> None:
                    help="also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
                         "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    # Other laws (lib/scalinglab/fitting/laws, run by cli/laws.py); Chinchilla's path below is unchanged.
+    p.add_argument("--law", default="chinchilla", metavar="NAME",
+                   help="the functional form: chinchilla (default), kaplan, data_constrained, gadre, saturating, "
+                        "broken, downstream, logit (see docs/cli.md); flags a law has no use for are refused")
+    p.add_argument("--u-col", metavar="COL", help="unique tokens per run (--law data_constrained)")
+    p.add_argument("--x-col", metavar="COL", help="the one variable of --law saturating, broken or logit")
+    p.add_argument("--y-col", metavar="COL", help="the downstream metric of --law downstream or logit")
     p.set_defaults(func=_run)
 
 
@@ -179,6 +186,10 @@ def _run(args) -> int:
     from scalinglab.fitting import approach3 as F
     from scalinglab.serialization import dumps
 
+    if args.law != "chinchilla" or args.u_col or args.x_col or args.y_col:
+        from scalinglab.cli.laws import run_fit
+
+        return run_fit(args, _source, _read_csv)
     opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
     n_col = args.n_col or roles.get("n", "N")

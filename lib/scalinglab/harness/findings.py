@@ -546,7 +546,8 @@ def extrapolation(summary: Mapping[str, Any]) -> list[Finding]:
            else "over-trained runs are predicted too low on average")
         + f" (mean {_span(over, lambda v: pct(v, sign=True))}), and only {inside} of {n_held} held-out runs fall "
           "inside "
-        f"the fits' 95% intervals: the form extrapolated from this range is wrong, not merely uncertain."))
+        f"the fits' 95% intervals: the form extrapolated from this range is wrong, not merely uncertain."
+        + _which_law(s)))
 
     rep = s.sub("paper_reproduction")
     paper, ours_rep = rep.sub("paper"), rep.sub("reproduced")
@@ -715,6 +716,23 @@ def _porian_parabola(s: _Summary) -> str:
                     f"(coverage {pct(r['coverage'], 0)}): the grid's centres rise as C^{dec(r['centre_slope'], 2)}, "
                     "so the optima drift across the windows.")
     return ""
+
+def _which_law(s: _Summary) -> str:
+    """Section 6's answer as a sentence for the first bullet (empty in a summary from before that section): which
+    registered form the RedPajama split ranks first, and whether the paired interval tells it from the next."""
+    if "which_law" not in s.data:
+        return ""
+    w = s.sub("which_law")
+    ranking = w("ranking")
+    rows = {r["law"]: r for r in w("laws")}
+    best, second = ranking[0], ranking[1]
+    ci = rows[second]["vs_best"]["ci"]
+    rmsle = ", ".join(f"{k} {dec(rows[k]['split_rmsle'], 3)}" for k in ranking)
+    paired = f"paired bootstrap of the RMSLE difference {interval(ci, lambda v: dec(v, 3, sign=True))}"
+    verdict = (f"but the {rows[best]['split_n']} held-out runs cannot tell it from {second} ({paired})"
+               if ci[0] <= 0 else f"ahead of {second} ({paired})")
+    return (f" Of {len(ranking)} registered forms fitted to the same RedPajama runs, {best} extrapolates best "
+            f"(held-out RMSLE {rmsle}), {verdict}.")
 
 
 FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {

@@ -1,0 +1,130 @@
+"""`scalinglab compare-laws`: several registry laws on the same runs, scored on runs they never saw."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare-laws", help="which law? held-out error of several laws, and whether the data tell them apart",
+        description="Fit each --law to the runs and score it on held-out runs: a split (--holdout COND, or the "
+                    "last runs by compute) and leave-one-group-out (--group-by COL, default the N column). "
+                    "Held-out error is RMSLE; a paired bootstrap of the held-out runs says whether the best law "
+                    "beats the runner-up or the data cannot tell them apart.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    p.add_argument("--law", action="append", required=True, metavar="NAME",
+                   help="a law to compare (repeat, at least two): chinchilla, kaplan, data_constrained, gadre, "
+                        "saturating, broken, downstream, logit")
+    p.add_argument("--n-col", metavar="COL", help="parameters N")
+    cols = p.add_mutually_exclusive_group()
+    cols.add_argument("--d-col", metavar="COL", help="training tokens D")
+    cols.add_argument("--c-col", metavar="COL", help="training compute C in FLOP; D = C/(6N)")
+    p.add_argument("--loss-col", metavar="COL", help="final loss")
+    p.add_argument("--u-col", metavar="COL", help="unique tokens (data_constrained)")
+    p.add_argument("--x-col", metavar="COL", help="the one variable (saturating, broken, logit)")
+    p.add_argument("--y-col", metavar="COL", help="the downstream metric (downstream, logit)")
+    p.add_argument("--where", action="append", metavar="COND", help="use only rows matching COND (repeat: all)")
+    split = p.add_mutually_exclusive_group()
+    split.add_argument("--holdout", action="append", metavar="COND",
+                       help="the split: hold out rows matching COND (repeat: any), fit the rest")
+    split.add_argument("--order-by", metavar="COL",
+                       help="the split: order runs by COL (default compute 6ND, or x) and hold out the last ones")
+    p.add_argument("--train-frac", type=float, default=0.7, metavar="F",
+                   help="share of the ordered runs fitted (default 0.7)")
+    p.add_argument("--group-by", metavar="COL",
+                   help="leave-one-group-out by COL (default: the first input's column, e.g. N: each model size)")
+    p.add_argument("--no-logo", action="store_true", help="skip leave-one-group-out")
+    p.add_argument("--at", metavar="ROLE=V,...",
+                   help="report each law's prediction at a point, e.g. n=7e9,d=1.4e11 (roles n, d, u, x, loss), "
+                        "with its bootstrap interval under --bootstrap")
+    p.add_argument("--objective", choices=("huber", "squares"), default="huber",
+                   help="huber (Hoffmann's delta 1e-3 on log residuals; default) or squares (gives AIC/BIC)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="K",
+                   help="K row-resampling bootstrap fits of each law: of the split's training runs (an interval per "
+                        "held-out run) and, with --at, of all runs (the interval there)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstraps (default 0)")
+    p.add_argument("--level", type=float, default=0.95, metavar="L", help="level of the intervals (default 0.95)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _parse_at(text: str | None) -> dict[str, float] | None:
+    from scalinglab.errors import UserError
+
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        role, sep, value = part.partition("=")
+        role = role.strip().lower()
+        try:
+            if not sep or role not in ("n", "d", "u", "x", "loss"):
+                raise ValueError
+            out[role] = float(value)
+        except ValueError:
+            raise UserError(f"--at {text!r}: expected ROLE=VALUE,... with ROLE one of n, d, u, x, loss "
+                            "(e.g. n=7e9,d=1.4e11)") from None
+    return out
+
+
+def _run(args) -> int:
+    import sys
+
+    from scalinglab.cli.fit import _source
+    from scalinglab.cli.laws import law_columns
+    from scalinglab.cli.tables import check_level
+    from scalinglab.errors import UserError
+    from scalinglab.fitting import laws as Lw
+    from scalinglab.fitting.laws.compare import compare
+    from scalinglab.serialization import dumps
+
+    laws = [Lw.get(name) for name in args.law]
+    if len(laws) < 2:
+        raise UserError("--law: give at least two laws to compare")
+    check_level(args.level)
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap {args.bootstrap}: must be 0 or more")
+    if args.train_frac and not 0 < args.train_frac < 1:
+        raise UserError(f"--train-frac {args.train_frac:g}: must lie strictly between 0 and 1")
+    at = _parse_at(args.at)
+    table, roles, label = _source(args)
+    # One set of columns for all: each law reads its own roles from it, and refuses flags none of them use.
+    cols = None
+    unused = {}
+    for law in laws:
+        try:
+            cols = law_columns(args, law, roles)
+            break
+        except UserError as exc:
+            unused[law.name] = exc
+    if cols is None:
+        raise next(iter(unused.values()))
+    try:
+        for law in laws:  # every law must find its columns
+            law_columns(_Lenient(args, law), law, roles)
+        res = compare(laws, table, cols, select=args.where, holdout=args.holdout, order_by=args.order_by,
+                      train_frac=args.train_frac, group_by=args.group_by, logo=not args.no_logo, target=at,
+                      objective=args.objective, n_boot=args.bootstrap, seed=args.seed, level=args.level,
+                      progress=sys.stderr.isatty())
+    except UserError as exc:
+        raise UserError(f"{label}: {exc}") from None
+    print(dumps({"source": label, **res.to_dict()}) if args.json else res.summary(label))
+    return 0
+
+
+class _Lenient:
+    """The args with the column flags this law does not read blanked, so that the check asks only for its own."""
+
+    def __init__(self, args, law):
+        from scalinglab.cli.laws import ROLE_FLAGS
+
+        self.__dict__.update(vars(args))
+        uses = {ROLE_FLAGS[r][2:].replace("-", "_") for r in law.inputs if r in ROLE_FLAGS}
+        if "d" in law.inputs:
+            uses.add("c_col")
+        for flag in ("n_col", "d_col", "c_col", "u_col", "x_col", "y_col"):
+            if flag not in uses and not (flag == "y_col" and law.target == "metric"):
+                self.__dict__[flag] = None
+        if not ("loss" in law.inputs or law.target == "loss"):
+            self.__dict__["loss_col"] = None

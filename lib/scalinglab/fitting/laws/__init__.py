@@ -1,0 +1,29 @@
+"""A registry of scaling-law forms: each with its citation, its parameters' meaning, and one fit for all.
+
+``get(name)`` gives a ``Law`` (``forms``); ``fit_law`` (``base``) fits one to
+arrays, ``fit_table`` to rows of a table by column names; ``compare`` ranks
+several on held-out runs. ``scalinglab fit --law NAME`` and
+``scalinglab compare-laws`` are the command-line faces. numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+from scalinglab.errors import UserError
+from scalinglab.fitting.laws.base import Law, LawBootstrap, LawFit, Param, fit_law
+from scalinglab.fitting.laws.forms import LAWS
+from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at
+
+__all__ = ["LAWS", "Columns", "Law", "LawBootstrap", "LawFit", "Param", "fit_law", "fit_table", "get", "inputs_at",
+           "names"]
+
+
+def names() -> tuple[str, ...]:
+    return tuple(LAWS)
+
+
+def get(name: str) -> Law:
+    """The law called ``name``, or a UserError listing the registry."""
+    try:
+        return LAWS[name]
+    except KeyError:
+        raise UserError(f"no law {name!r}; the laws are {', '.join(LAWS)}") from None

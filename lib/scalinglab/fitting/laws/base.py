@@ -1,0 +1,481 @@
+"""What a law in the registry is, how one is fitted, and what a fit returns.
+
+A ``Law`` names its inputs by role (``n`` parameters, ``d`` tokens, ``u``
+unique tokens, ``x`` one free variable, ``loss`` a loss used as input), its
+target (``loss`` or ``metric``), its parameters (meaning, bounds, whether
+they are fitted in log) and a vectorised ``predict``. ``fit_law`` fits it by
+``scipy.optimize.least_squares`` from a grid of starts in the free
+coordinates: log residuals under Hoffmann's Huber loss (δ = 1e-3) by default
+for losses, plain least squares on the metric (or its logit) for downstream
+metrics. A law may bring its own fitter (Chinchilla's goes through
+``approach3.fit_arrays``, so ``--law chinchilla`` is the same fit as ``fit``).
+
+The bootstrap resamples rows (or whole groups of rows) and refits each
+replicate from the full-data optimum and the best few grid starts; replicates
+that end at an artificial bound or fail are excluded and counted, as in
+``approach3``. Information criteria need a likelihood, so they are given only
+for the squares objective (Gaussian residuals in the fit's residual space).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
+
+HUBER_DELTA = 1e-3   # Hoffmann et al.'s δ on log residuals
+MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
+SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
+AGREE = 3            # solved starts that reach the same lowest cost end the search
+POLISHED = 2         # of those solutions, the best ones solved again under the Huber loss
+BOOT_STARTS = 3      # grid starts (besides the full-data optimum) refitted per bootstrap replicate
+ROLE_NAMES = {"n": "parameters N", "d": "training tokens D", "u": "unique tokens U", "x": "the variable x",
+              "loss": "the loss (as input)"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: ``log``: fitted as its logarithm (a positive scale); ``starts``: values, or a function of
+    (inputs, y) giving values (data-aware starts, e.g. a share of the smallest loss)."""
+
+    name: str
+    meaning: str
+    lower: float
+    upper: float
+    starts: tuple[float, ...] | Callable[[Mapping[str, np.ndarray], np.ndarray], tuple[float, ...]]
+    log: bool = False
+
+
+@dataclass(frozen=True)
+class Law:
+    """A functional form: ``predict(inputs, params)`` broadcasts (params may be (K, 1) arrays, inputs (n,))."""
+
+    name: str
+    title: str
+    formula: str
+    citation: str
+    inputs: tuple[str, ...]
+    target: str                         # "loss" (positive) or "metric" (e.g. an error rate in (0, 1))
+    params: tuple[Param, ...]
+    predict: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], np.ndarray]
+    space: str = "log"                  # residuals: "log", "linear" or "logit"
+    objective: str = "huber"            # default objective: "huber" (δ on the residuals) or "squares"
+    note: str = ""
+    fitter: Callable[..., LawFit] | None = None   # a law's own fitter (Chinchilla's)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name.lower() == name.lower():
+                return p
+        raise UserError(f"law {self.name} has no parameter {name!r}; its parameters are {', '.join(self.names)}")
+
+    def describe(self) -> str:
+        """Several lines: the form, its citation and what each parameter means."""
+        lines = [f"{self.name}: {self.title}", f"  {self.formula}", f"  {self.citation}"]
+        lines += [f"  {p.name}: {p.meaning}" for p in self.params]
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        return "\n".join(lines)
+
+
+# --- residuals -------------------------------------------------------------------------------------------
+
+
+def transform(y, space: str) -> np.ndarray:
+    y = np.asarray(y, float)
+    with np.errstate(all="ignore"):
+        if space == "log":
+            return np.log(y)
+        if space == "logit":
+            return np.log(y) - np.log1p(-y)
+    return y
+
+
+def check_target(law: Law, y: np.ndarray, name: str = "target") -> None:
+    """UserError unless every target value is finite and lies where the residual space is defined."""
+    bad = ~np.isfinite(y)
+    if law.space == "log":
+        bad |= y <= 0
+        need = "positive"
+    elif law.space == "logit":
+        bad |= (y <= 0) | (y >= 1)
+        need = "strictly between 0 and 1"
+    else:
+        need = "finite"
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise UserError(f"{name} must be {need} for law {law.name}: {int(bad.sum())} of {len(y)} values are not "
+                        f"(first at position {i}: {y[i]:g})")
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LawBootstrap:
+    """Replicate fits: ``samples`` (n_ok, P) in the law's parameter order, converged replicates only."""
+
+    samples: np.ndarray
+    names: tuple[str, ...]
+    n_boot: int
+    n_failed: int
+    level: float
+    seed: int
+    constant: tuple[str, ...] = ()
+    unit: str = "runs"
+    n_units: int | None = None
+
+    def column(self, name: str) -> np.ndarray:
+        return self.samples[:, self.names.index(name)]
+
+    @property
+    def se(self) -> dict[str, float]:
+        if len(self.samples) < 2:
+            return {k: float("nan") for k in self.names}
+        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        if not len(self.samples):
+            return {k: (float("nan"), float("nan")) for k in self.names}
+        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
+        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level, "seed": self.seed,
+                            "unit": self.unit, "n_units": self.n_units, "se": self.se,
+                            "ci": {k: list(v) for k, v in self.ci.items()}})
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
+    max_iter or failed; ``objective`` is the fit's loss in its residual space (``law.space``)."""
+
+    law: Law
+    params: dict[str, float]
+    status: str
+    objective: float
+    objective_kind: str
+    delta: float
+    n_rows: int
+    n_starts: int
+    rss: float = float("nan")          # sum of squared residuals in the residual space
+    at_bound: tuple[str, ...] = ()
+    fixed: dict[str, float] = field(default_factory=dict)
+    bootstrap: LawBootstrap | None = None
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        return tuple(k for k in self.law.names if k not in self.fixed)
+
+    def predict(self, inputs: Mapping[str, Any]) -> np.ndarray:
+        arrays = {k: np.asarray(v, float) for k, v in inputs.items()}
+        with np.errstate(all="ignore"):
+            return np.asarray(self.law.predict(arrays, self.params), float)
+
+    def draws(self, inputs: Mapping[str, Any]) -> np.ndarray | None:
+        """(replicates, rows): each bootstrap replicate's predictions, or None without a bootstrap."""
+        bs = self.bootstrap
+        if bs is None or not len(bs.samples):
+            return None
+        arrays = {k: np.asarray(v, float)[None, :] for k, v in inputs.items()}
+        params = {k: bs.samples[:, i, None] for i, k in enumerate(bs.names)}
+        with np.errstate(all="ignore"):
+            return np.asarray(self.law.predict(arrays, params), float)
+
+    def information_criteria(self) -> dict[str, float] | None:
+        """AIC and BIC with Gaussian residuals (in ``law.space``), k = free parameters + the noise scale;
+        None under the Huber objective, which has no likelihood."""
+        if self.objective_kind != "squares" or not np.isfinite(self.rss) or self.rss <= 0:
+            return None
+        n, k = self.n_rows, len(self.free) + 1
+        ll = -0.5 * n * (np.log(2 * np.pi * self.rss / n) + 1)
+        return {"log_likelihood": float(ll), "aic": float(2 * k - 2 * ll), "bic": float(k * np.log(n) - 2 * ll),
+                "k": k}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"law": self.law.name, "formula": self.law.formula, "citation": self.law.citation,
+                               "params": dict(self.params), "status": self.status, "at_bound": list(self.at_bound),
+                               "objective": self.objective, "objective_kind": self.objective_kind,
+                               "residual_space": self.law.space, "n_rows": self.n_rows, "n_starts": self.n_starts,
+                               "fixed": dict(self.fixed), "n_free": len(self.free)}
+        if self.objective_kind == "huber":
+            out["delta"] = self.delta
+        ic = self.information_criteria()
+        if ic:
+            out["information_criteria"] = ic
+        if self.bootstrap is not None:
+            out["bootstrap"] = self.bootstrap.to_dict()
+        return to_jsonable(out)
+
+    def summary(self, source: str = "fit", n_dropped: int = 0) -> str:
+        """The table `scalinglab fit --law NAME` prints: form, runs, status, then each parameter with its SE
+        and interval when bootstrapped."""
+        bs = self.bootstrap
+        how = (f"Huber delta {self.delta:g} on {self.law.space} residuals" if self.objective_kind == "huber"
+               else f"least squares on {self.law.space} residuals")
+        lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
+                 + f"; law {self.law.name}: {self.law.formula}",
+                 f"{self.law.citation}",
+                 f"{how}, {self.n_starts} starts"]
+        if self.fixed:
+            lines.append("constraints: " + ", ".join(f"{k} fixed at {v:g}" for k, v in self.fixed.items())
+                         + f"; {len(self.free)} free parameters")
+        lines.append(f"status: {self.status}" + (f" ({', '.join(self.at_bound)} at a bound)" if self.at_bound else "")
+                     + f"; objective {self.objective:.6g}")
+        ic = self.information_criteria()
+        if ic:
+            lines.append(f"AIC {ic['aic']:.2f}, BIC {ic['bic']:.2f} (Gaussian {self.law.space} residuals, "
+                         f"k = {ic['k']})")
+        if bs and not len(bs.samples):
+            lines.append(f"bootstrap: all {bs.n_boot} replicates failed: no standard errors or intervals")
+        lines.append("")
+        head = f"{'':<9}{'estimate':>12}"
+        if bs:
+            unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
+            head += (f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} "
+                     f"resamples{unit})")
+        lines.append(head)
+        for p in self.law.params:
+            row = f"{p.name:<9}{self.params[p.name]:>12.5g}"
+            if p.name in self.fixed:
+                row += "   fixed"
+            elif bs:
+                lo, hi = bs.ci[p.name]
+                row += f"{bs.se[p.name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
+            lines.append(row)
+        lines.append("")
+        lines += [f"{p.name}: {p.meaning}" for p in self.law.params]
+        return "\n".join(lines)
+
+
+# --- the fit ---------------------------------------------------------------------------------------------
+
+
+def check_fixed(law: Law, fixed: Mapping[str, float] | None) -> dict[str, float]:
+    """Canonical names and checked values, or a UserError naming the parameter."""
+    out: dict[str, float] = {}
+    for name, value in (fixed or {}).items():
+        p = law.param(name)
+        v = float(value)
+        if not np.isfinite(v) or not p.lower <= v <= p.upper:
+            raise UserError(f"{p.name}={value}: law {law.name} allows {p.name} in [{p.lower:g}, {p.upper:g}]")
+        if p.name in out:
+            raise UserError(f"{p.name} is fixed twice")
+        out[p.name] = v
+    if len(out) == len(law.params):
+        raise UserError(f"every parameter of law {law.name} is fixed: nothing left to fit")
+    return out
+
+
+def check_inputs(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, n_free: int) -> None:
+    """UserError unless the runs can pin the free parameters: more runs than free parameters, and each
+    input taking at least two values."""
+    missing = [r for r in law.inputs if r not in inputs]
+    if missing:
+        raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
+    if len(y) <= n_free:
+        raise UserError(f"law {law.name} has {n_free} free parameters: it needs at least {n_free + 1} runs, got "
+                        f"{len(y)}")
+    for r in law.inputs:
+        if np.unique(inputs[r]).size < 2:
+            raise UserError(f"{ROLE_NAMES[r]} takes one value on every run: law {law.name} cannot be fitted")
+    check_target(law, y)
+
+
+class _Problem:
+    """The free coordinates of a law's fit: z (log for log-parameters) ↔ parameter values."""
+
+    def __init__(self, law: Law, fixed: dict[str, float], inputs, y, space: str):
+        self.law, self.fixed, self.inputs = law, fixed, inputs
+        self.free = [p for p in law.params if p.name not in fixed]
+        self.y = np.asarray(y, float)
+        self.ty = transform(y, space)
+        self.space = space
+        self.lo = np.array([np.log(p.lower) if p.log else p.lower for p in self.free])
+        self.hi = np.array([np.log(p.upper) if p.log else p.upper for p in self.free])
+
+    def params(self, z) -> dict[str, float]:
+        out = dict(self.fixed)
+        for p, v in zip(self.free, z):
+            out[p.name] = float(np.exp(v) if p.log else v)
+        return {k: out[k] for k in self.law.names}
+
+    def z(self, params: Mapping[str, float]) -> np.ndarray:
+        return np.array([np.log(params[p.name]) if p.log else params[p.name] for p in self.free])
+
+    def residuals(self, z) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            pred = self.law.predict(self.inputs, self.params(z))
+            r = transform(pred, self.space) - self.ty
+        return np.where(np.isfinite(r), r, 1e3)  # a prediction outside the space (≤ 0 in log) is far off
+
+    def starts(self, y) -> np.ndarray:
+        values = []
+        for p in self.free:
+            vals = p.starts(self.inputs, y) if callable(p.starts) else p.starts
+            vals = [min(max(v, p.lower), p.upper) for v in vals]
+            values.append([np.log(v) if p.log else v for v in vals])
+        grid = np.array(list(itertools.product(*values)), float)
+        if len(grid) > MAX_STARTS:  # thin evenly: keep the grid's spread, not its first corner
+            grid = grid[np.linspace(0, len(grid) - 1, MAX_STARTS).round().astype(int)]
+        return np.clip(grid, self.lo, self.hi)
+
+
+def _solve(prob: _Problem, starts: np.ndarray, kind: str, delta: float, *, first: bool = False):
+    """The best of least_squares from the starts: (z, objective, rss, success).
+
+    Squares from each start (the best-scoring ``SOLVED_STARTS``), then Huber from the ``POLISHED`` best of
+    those: scipy's Huber from a far start takes several times the steps. ``first``: stop at the first start
+    that succeeds (the bootstrap, whose first start is the full-data optimum)."""
+    from scipy.optimize import least_squares
+
+    cost_delta = delta if kind == "huber" else np.inf
+    if len(starts) > SOLVED_STARTS and not first:  # scoring a start is one prediction
+        score = np.array([_huber_cost(prob.residuals(z), cost_delta) for z in starts])
+        starts = starts[np.argsort(score, kind="stable")[:SOLVED_STARTS]]
+    solver = dict(bounds=(prob.lo, prob.hi), method="trf", x_scale="jac", xtol=1e-10, ftol=1e-12, gtol=1e-10,
+                  max_nfev=200 * starts.shape[1])
+    pad = 1e-9 * (1 + np.abs(prob.lo)), 1e-9 * (1 + np.abs(prob.hi))
+
+    def run(z0, **kw):
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return least_squares(prob.residuals, np.clip(z0, prob.lo + pad[0], prob.hi - pad[1]), **solver, **kw)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return None
+
+    best = (None, np.inf, np.nan, False)
+    if first:
+        for z0 in starts:
+            sol = run(z0)
+            if sol is not None and kind == "huber" and np.max(np.abs(sol.fun)) > delta:
+                sol = run(sol.x, loss="huber", f_scale=delta)
+            if sol is not None and np.isfinite(sol.cost) and sol.status > 0:
+                return sol.x, float(sol.cost), float(np.sum(sol.fun ** 2)), True
+        return best
+    solved: list = []
+    for z0 in starts:
+        sol = run(z0)
+        if sol is None or not np.isfinite(sol.cost):
+            continue
+        solved.append(sol)
+        # Enough: AGREE starts have reached the lowest cost so far (to 1e-9 relative), so the rest would add nothing.
+        low = min(x.cost for x in solved)
+        if sum(x.cost <= low * (1 + 1e-9) + 1e-14 for x in solved) >= AGREE:
+            break
+    solved.sort(key=lambda sol: _huber_cost(sol.fun, cost_delta))
+    for sol in solved[:POLISHED] if kind == "huber" else solved[:1]:
+        # Every residual within δ: Huber is the squares there, so the squares optimum is Huber's too.
+        if kind == "huber" and np.max(np.abs(sol.fun)) > delta:
+            sol = run(sol.x, loss="huber", f_scale=delta) or sol
+        # ``cost`` is 0.5·Σρ: Huber for loss="huber" (δ·(|r| − δ/2) beyond δ), half the RSS for squares.
+        obj = _huber_cost(sol.fun, cost_delta)
+        if np.isfinite(obj) and obj < best[1]:
+            best = (sol.x, obj, float(np.sum(sol.fun ** 2)), bool(sol.status > 0))
+    return best
+
+
+def _huber_cost(r, delta: float) -> float:
+    a = np.abs(r)
+    return float(np.sum(np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))))
+
+
+def _at_bound(prob: _Problem, z) -> tuple[str, ...]:
+    span = prob.hi - prob.lo
+    near = (z - prob.lo < 1e-6 * span) | (prob.hi - z < 1e-6 * span)
+    return tuple(p.name for p, b in zip(prob.free, near) if b and not _natural(p, z[prob.free.index(p)], prob))
+
+
+def _natural(p: Param, z: float, prob: _Problem) -> bool:
+    """A lower bound of 0 on a non-log parameter (E = 0, an exponent of 0) is a natural floor, not artificial."""
+    return (not p.log) and p.lower == 0 and abs(z - p.lower) < 1e-6 * (p.upper - p.lower)
+
+
+def fit_law(law: Law, inputs: Mapping[str, Any], y, *, fixed: Mapping[str, float] | None = None,
+            objective: str | None = None, delta: float = HUBER_DELTA, n_boot: int = 0, seed: int = 0,
+            level: float = 0.95, groups=None, unit: str = "groups", progress: bool = False) -> LawFit:
+    """Fit ``law`` to runs: ``inputs`` maps each of ``law.inputs`` to an array, ``y`` the target.
+
+    ``objective``: "huber" (δ = ``delta`` on the residuals in ``law.space``) or "squares"; None takes the
+    law's default. ``n_boot`` > 0 adds a bootstrap over rows, or over whole groups when ``groups`` (one label
+    per row) is given.
+    """
+    fixed = check_fixed(law, fixed)
+    kind = objective or law.objective
+    if kind not in ("huber", "squares"):
+        raise UserError(f"objective {kind!r}: expected huber or squares")
+    inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
+    y = np.asarray(y, float).ravel()
+    check_inputs(law, inputs, y, len(law.params) - len(fixed))
+    if law.fitter is not None:
+        return law.fitter(law, inputs, y, fixed=fixed, objective=kind, delta=delta, n_boot=n_boot, seed=seed,
+                          level=level, groups=groups, unit=unit, progress=progress)
+    prob = _Problem(law, fixed, inputs, y, law.space)
+    starts = prob.starts(y)
+    z, obj, rss, ok = _solve(prob, starts, kind, delta)
+    if z is None:
+        nan = {k: fixed.get(k, float("nan")) for k in law.names}
+        return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed)
+    bound = _at_bound(prob, z)
+    status = "at_bound" if bound else ("converged" if ok else "max_iter")
+    fit = LawFit(law, prob.params(z), status, obj, kind, delta, len(y), len(starts), rss=rss, at_bound=bound,
+                 fixed=fixed)
+    if n_boot:
+        fit = _with_bootstrap(fit, prob, starts, kind, delta, n_boot, seed, level, groups, unit, progress)
+    return fit
+
+
+def resample_indices(n: int, n_boot: int, seed: int, groups=None):
+    """Yield row indices of each resample: rows with replacement, or whole groups (a cluster bootstrap)."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        for _ in range(n_boot):
+            yield rng.integers(0, n, n)
+        return
+    labels = np.asarray(groups)
+    members = [np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())]
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(members), len(members))
+        yield np.concatenate([members[i] for i in pick])
+
+
+def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, seed, level, groups, unit,
+                    progress) -> LawFit:
+    from dataclasses import replace
+
+    from scalinglab.fitting.approach3 import progress_bar
+
+    # The replicates start from the full-data optimum and the grid starts that scored best on all the data.
+    z_hat = prob.z(fit.params)
+    with np.errstate(all="ignore"):
+        score = np.array([np.sum(np.square(prob.residuals(z))) for z in starts])
+    seeds = np.vstack([z_hat, starts[np.argsort(score)[:BOOT_STARTS]]])  # the next are tried if one fails
+    n = fit.n_rows
+    samples, ok = [], []
+    for idx in progress_bar(resample_indices(n, n_boot, seed, groups), f"bootstrap {fit.law.name}", progress):
+        sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space)
+        z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
+        good = z is not None and success and not _at_bound(sub, z)
+        ok.append(good)
+        if good:
+            samples.append([sub.params(z)[k] for k in prob.law.names])
+    n_units = None if groups is None else len(set(np.asarray(groups).tolist()))
+    bs = LawBootstrap(np.array(samples, float).reshape(-1, len(prob.law.names)), prob.law.names, n_boot,
+                      int(n_boot - sum(ok)), level, seed, constant=tuple(fit.fixed), unit="runs" if groups is None
+                      else unit, n_units=n_units)
+    return replace(fit, bootstrap=bs)
+
