@@ -36,11 +36,13 @@ def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(ca
     from scalinglab.inverse_scaling.adapters import load_checkpoint_lm
     from scalinglab.training import sweep
     from scalinglab.training.model import load_checkpoint
-    from scalinglab.training.sweep.export import export_models, read_manifest
+    from scalinglab.training.sweep.export import describe_family, export_models, read_manifest
 
     db = tmp_path / "models.db"
     sweep.run_sweep("optimal", "smoke", db, progress=False)
     manifest = export_models(db, tmp_path / "out")
+    text = describe_family(db)
+    assert text.startswith("models.db: 2 of 2 models finished") and "\n     8x1" in text and "\n    16x1" in text
     assert [m["width"] for m in manifest["models"]] == [8, 16]  # smallest first
     assert read_manifest(tmp_path / "out") == manifest
     for m in manifest["models"]:

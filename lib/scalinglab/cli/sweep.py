@@ -74,6 +74,11 @@ def _sweep(args) -> int:
         manifest = export_models(args.db, args.export)
         size = sum(m["bytes"] for m in manifest["models"])
         print(f"exported {len(manifest['models'])} models ({size / 1e6:.1f} MB in float16) to {args.export}")
+    if args.preset == "optimal" and not args.json:  # a family of models: one budget each, no isoFLOP exponent
+        from scalinglab.training.sweep.export import describe_family
+
+        print(describe_family(args.db))
+        return 0
     _print_report(sweep.report(args.db), args.json)
     return 0
 

@@ -31,11 +31,44 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_FAMILY_SQL = ("SELECT run_id, width, depth, n_non_embedding, n_standard, n_total, budget, final_loss, tokens, "
+               "seconds, git_commit, profile, status FROM runs ORDER BY n_standard, run_id")
+
+
+def _family_rows(db_path: Path) -> list[tuple]:
+    import sqlite3
+
+    if not db_path.is_file():
+        raise UserError(f"{db_path}: no such sweep database")
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return con.execute(_FAMILY_SQL).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
+    finally:
+        con.close()
+
+
+def describe_family(db_path: Path | str) -> str:
+    """What a family of models (preset ``optimal``) holds, one line a model: what `scalinglab sweep` prints for it
+    instead of an isoFLOP report, which a family with one budget per model does not have."""
+    rows = _family_rows(Path(db_path))
+    done = [r for r in rows if r[-1] == "finished"]
+    lines = [f"{Path(db_path).name}: {len(done)} of {len(rows)} models finished",
+             f"{'model':>8} {'N non-emb':>10} {'N std':>9} {'tokens':>11} {'C (FLOP)':>10} {'val loss':>9} "
+             f"{'train s':>8}"]
+    for (_, w, d, n_ne, n_std, _, budget, loss, tokens, secs, _, _, status) in rows:
+        head = f"{f'{w}x{d}':>8} {n_ne:>10,} {n_std:>9,}"
+        if status == "finished":
+            lines.append(f"{head} {tokens:>11,} {budget:>10.3g} {loss:>9.3f} {secs:>8.0f}")
+        else:
+            lines.append(f"{head} {'':>11} {budget:>10.3g} {status:>9}")
+    return "\n".join(lines)
+
+
 def export_models(db_path: Path | str, out: Path | str) -> dict:
     """Write every finished run of the sweep at ``db_path`` to ``out`` (created): ``<run_id>.pt`` in float16,
     ``tokenizer.json`` (for BPE tokenizers) and ``manifest.json``; returns the manifest."""
-    import sqlite3
-
     from scalinglab.data import cache_root
     from scalinglab.training import corpus
     from scalinglab.training.model import load_checkpoint, save_checkpoint
@@ -43,22 +76,12 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
     from scalinglab.training.sweep.plan import get_profile
 
     db_path, out = Path(db_path), Path(out)
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
-    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
-        rows = con.execute("SELECT run_id, profile, width, depth, n_non_embedding, n_standard, n_total, budget, "
-                           "final_loss, tokens, seconds, git_commit FROM runs WHERE status = 'finished' "
-                           "ORDER BY n_standard, run_id").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    finally:
-        con.close()
+    rows = [r for r in _family_rows(db_path) if r[-1] == "finished"]
     if not rows:
         raise UserError(f"{db_path}: no finished runs to export")
     out.mkdir(parents=True, exist_ok=True)
     models, tokenizers = [], set()
-    for (run_id, profile, width, depth, n_ne, n_std, n_tot, budget, loss, tokens, seconds, commit) in rows:
+    for (run_id, width, depth, n_ne, n_std, n_tot, budget, loss, tokens, seconds, commit, profile, _) in rows:
         model, meta = load_checkpoint(checkpoint_path(db_path, run_id))
         target = out / f"{run_id}.pt"
         save_checkpoint(target, model.half(), meta)
@@ -81,7 +104,7 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
             get_tokenizer(spec)
         shutil.copyfile(src, out / "tokenizer.json")
         manifest["tokenizer_file"] = dict(file="tokenizer.json", sha256=_sha256(out / "tokenizer.json"))
-    profile = get_profile(rows[0][1])
+    profile = get_profile(rows[0][11])
     manifest["seq_len"] = profile.seq_len
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
