@@ -105,15 +105,23 @@ def test_inverse_scaling_known_answers():
     assert "4 of 23 families" in t and "(Cerebras-GPT, GPT-Neo/J, OPT, Pythia), 7 improve, 12" in t
     assert "StarCoder's inverse call does not survive" in t
     assert "0 and 0 inverse (1 and 0 before), 2 and 2 curved, 11 and 14 positive" in t
-    assert "2 of 11 prize tasks" in t and "no model was scored in this run" in t and "plumbing" not in t
+    # our own ladder: six models, NeQA out of their reach (one letter for every question), the probes' interaction
+    assert "Our own ladder, 6 GPTs trained on Gutenberg" in t and "5.3e11 to 2.4e13 FLOP" in t
+    assert "every model gives the same letter to every question, so NeQA is beyond models this small" in t
+    assert "Memo Trap 0.57–0.60, called flat (p = 0.59)" in t
+    assert "0.53 (95% 0.47–0.59) of never-seen phrases and 0.08 (95% 0.05–0.12) of very common" in t
+    assert "interaction is −0.42 (95% −0.61 to −0.23): larger models lose more on frequent phrases" in t
 
 
-def test_inverse_scaling_says_a_failed_recount_and_scored_models():
+def test_inverse_scaling_says_a_failed_recount_and_what_the_ladder_cannot_tell():
     s = copy.deepcopy(FIXTURE["03_inverse_scaling"])
     s["neqa_gpt3_recount"]["matches_compiled_table"] = False
-    s["family_evaluation"]["results"] = [{"model": m} for m in ("a", "a", "b", "c")]
+    s["ladder_probe_interaction"]["interaction"]["ci"] = [-0.1, 0.2]
+    s["ladder_neqa_same_letter"] = {m: 0.6 for m in s["ladder_neqa_same_letter"]}
     t = text("03_inverse_scaling", s)
-    assert "NOT equal to the table compiled from the same files" in t and "scored 3 models" in t
+    assert "NOT equal to the table compiled from the same files" in t
+    assert "the ladder cannot tell whether frequency changes how accuracy scales" in t
+    assert "same letter" not in t and "beyond models this small" not in t
 
 
 def test_extrapolation_known_answers():

@@ -512,11 +512,15 @@ def _ladder_finding(s: _Summary) -> Finding:
         return f"{_span(accs, lambda v: dec(v, 2))}, {call}"
 
     gap = s("ladder_neqa_negated_minus_plain")[-1]
+    same = min(s("ladder_neqa_same_letter").values())
+    letters = ("every model gives the same letter to every question" if same == 1 else
+               f"every model gives one letter to at least {pct(same, 0)} of the questions")
+    neqa = task("neqa") + (f", but {letters}, so NeQA is beyond models this small" if same >= 0.9 else "")
     n_std = [m["n_standard"] for m in models]
     c = [m["compute"] for m in models]
     return Finding(
         f"Our own ladder, {len(models)} GPTs trained on Gutenberg ({sig(min(n_std))} to {sig(max(n_std))} parameters, "
-        f"{sig(min(c))} to {sig(max(c))} FLOP), scored with the prize's method: NeQA accuracy {task('neqa')}; Memo "
+        f"{sig(min(c))} to {sig(max(c))} FLOP), scored with the prize's method: NeQA accuracy {neqa}; Memo "
         f"Trap {task('memo-trap')}; negated minus plain NeQA questions on the largest model "
         f"{dec(gap['difference'], 2, sign=True)} "
         f"{interval((gap['ci_low'], gap['ci_high']), lambda v: dec(v, 2, sign=True))}.")

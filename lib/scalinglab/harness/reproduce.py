@@ -58,6 +58,7 @@ def run_notebooks(profile: str, results: Path, sweep_dir: Path | None = None,
 
     import papermill as pm
 
+    results = Path(results).resolve()  # the kernels run in notebooks/: a relative folder would land there
     os.environ[RESULTS_ENV] = str(results)
     for nb in notebooks or workbook_notebooks():
         declared = set(pm.inspect_notebook(str(nb)))
