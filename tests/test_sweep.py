@@ -150,8 +150,11 @@ def test_gpu_profiles_are_wired_for_cuda():
         assert prof.device == "cuda"
         for preset in sweep.PRESETS:
             runs = sweep.plan(preset, prof, vocab_size=50257 if prof.tokenizer == "gpt2" else 8192)
-            per_budget = [sum(c in r.budgets for r in runs) for c in prof.budgets[preset]]
-            assert len(per_budget) >= 4 and sorted(per_budget)[1] >= 5  # >= 4 budgets, nearly all with >= 5 sizes
+            if preset == "optimal":  # a family of models: one run per shape, each its own budget
+                assert len(runs) == len(prof.shapes_for(preset)) and all(len(r.budgets) == 1 for r in runs)
+            else:
+                per_budget = [sum(c in r.budgets for r in runs) for c in prof.budgets[preset]]
+                assert len(per_budget) >= 4 and sorted(per_budget)[1] >= 5  # >= 4 budgets, nearly all >= 5 sizes
             for r in runs:
                 GPTConfig(**r.model)  # a valid model (heads divide the width)
             assert all(r.train["device"] == "cuda" for r in runs)
@@ -461,7 +464,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     from scalinglab.training.loop import TrainConfig, train
 
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
-    prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), kaplan_warmup_tokens=2048,
+    prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), shapes_by_preset={}, kaplan_warmup_tokens=2048,
                    budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,), ladder0=(1.5e8, 3.11e8),
                                 ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)))
     (run,) = sweep.plan(preset, prof, vocab_size=512)
