@@ -39,12 +39,17 @@ endif
 
 # Each notebook runs once: nbval executes it in the smoke profile and compares its checked cells, then
 # tests/test_notebooks.py checks what that run wrote (summary.json keys, figures) instead of running it again.
+# The unit tests and nbval run side by side, one core each (BLAS on one thread: two lanes of two-thread
+# OpenBLAS thrash on two cores), and report in turn; nbval-portable covers the other thread counts.
 test: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
-	$(PY) -m pytest -q tests -m "not notebook"
-	results=$$(mktemp -d) && \
-	SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$results $(PY) -m pytest -q -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env $(NOTEBOOKS) && \
+	@results=$$(mktemp -d); \
+	( SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$results OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q \
+	    -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) > $$results/nbval.log 2>&1; \
+	  echo $$? > $$results/nbval.rc ) & \
+	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q tests -m "not notebook"; unit=$$?; wait; \
+	echo "== nbval (smoke profile)"; cat $$results/nbval.log; \
+	test $$unit = 0 && test "$$(cat $$results/nbval.rc)" = 0 && \
 	SCALINGLAB_NOTEBOOK_RESULTS=$$results $(PY) -m pytest -q tests/test_notebooks.py -m notebook
 
 # The notebook checks must hold on any machine CI may land on: other BLAS kernels and thread counts.
