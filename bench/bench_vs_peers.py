@@ -57,11 +57,13 @@ def main() -> int:
     print(f"\nisoflop now takes {iso:.2f} s; the statsmodels import it no longer pays is {sm:.2f} s on its own here "
           f"({sm / iso:.1f}x the whole command)")
     peer = shutil.which("python3.12")
-    if peer and subprocess.run([peer, "-c", "import simple_scaling_laws"], capture_output=True).returncode == 0:
+    works = peer and subprocess.run([peer, "--version"], capture_output=True).returncode == 0  # not a bare shim
+    if works and subprocess.run([peer, "-c", "import simple_scaling_laws"], capture_output=True).returncode == 0:
         print("simple-scaling-laws found under python3.12: time it on the same table with its own CLI here")
     else:
         print(f"simple-scaling-laws: not measured (it needs Python >= 3.12; this machine has "
-              f"{'python3.12 without it' if peer else 'no python3.12'}). Quoted from issue 17, another machine: "
+              f"{'python3.12 without it' if works else 'no working python3.12'}). "
+              "Quoted from issue 17, another machine: "
               f"its isoflop {QUOTED['isoflop']:.1f} s; ours here {iso:.2f} s "
               f"(ratio {QUOTED['isoflop'] / iso:.2f}, across machines: indicative only)")
     return 0
