@@ -453,19 +453,9 @@ def read_probe_file(path, dataset=None):
     """Registry loader: the probe items as a DataFrame, each row validated as a prize classification row."""
     import pandas as pd
 
-    from scalinglab.inverse_scaling.tasks import validate_row
+    from scalinglab.inverse_scaling.tasks import jsonl_records, validate_row
 
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
-            rows.append(raw | validate_row(raw, where))
+    rows = [raw | validate_row(raw, where) for where, raw in jsonl_records(path)]
     if not rows:
         raise UserError(f"{path}: no rows")
     return pd.DataFrame(rows)

@@ -122,26 +122,32 @@ def validate_row(row, where: str) -> dict:
     return out
 
 
-def read_rows(path: Path | str) -> list[dict]:
-    """Every row of a task file, validated; all rows must be of one kind."""
-    path = Path(path)
-    rows, kind = [], None
+def jsonl_records(path: Path | str):
+    """(where, record) for each non-blank line of a JSON-lines file; ``where`` is ``path:line`` (1-based),
+    and a line that is not JSON is a one-line error naming it."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
             try:
-                raw = json.loads(line)
+                yield where, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
-            row = validate_row(raw, where)
-            row_kind = SEQUENCE_PROB if "completion" in row else CLASSIFICATION
-            if kind is None:
-                kind = row_kind
-            elif row_kind != kind:
-                raise UserError(f"{where}: a {row_kind} row in a {kind} file")
-            rows.append(row)
+
+
+def read_rows(path: Path | str) -> list[dict]:
+    """Every row of a task file, validated; all rows must be of one kind."""
+    path = Path(path)
+    rows, kind = [], None
+    for where, raw in jsonl_records(path):
+        row = validate_row(raw, where)
+        row_kind = SEQUENCE_PROB if "completion" in row else CLASSIFICATION
+        if kind is None:
+            kind = row_kind
+        elif row_kind != kind:
+            raise UserError(f"{where}: a {row_kind} row in a {kind} file")
+        rows.append(row)
     if not rows:
         raise UserError(f"{path}: no rows")
     return rows

@@ -13,22 +13,14 @@ corpus and no retraining of the tokenizer. ``manifest.json`` lists every file wi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
+from scalinglab.data import sha256_of
 from scalinglab.errors import UserError
 
 MANIFEST_VERSION = 1
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 _FAMILY_SQL = ("SELECT run_id, width, depth, n_non_embedding, n_standard, n_total, budget, final_loss, tokens, "
@@ -89,7 +81,7 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
         models.append(dict(file=target.name, run_id=run_id, width=width, depth=depth, n_non_embedding=n_ne,
                            n_standard=n_std, n_total=n_tot, compute=budget, tokens=tokens, val_loss=loss,
                            train_seconds=seconds, git_commit=commit, profile=profile,
-                           bytes=target.stat().st_size, sha256=_sha256(target)))
+                           bytes=target.stat().st_size, sha256=sha256_of(target)))
         del model
     if len(tokenizers) != 1:
         raise UserError(f"{db_path}: its runs name {len(tokenizers)} tokenizers ({sorted(map(str, tokenizers))}); "
@@ -103,7 +95,7 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
 
             get_tokenizer(spec)
         shutil.copyfile(src, out / "tokenizer.json")
-        manifest["tokenizer_file"] = dict(file="tokenizer.json", sha256=_sha256(out / "tokenizer.json"))
+        manifest["tokenizer_file"] = dict(file="tokenizer.json", sha256=sha256_of(out / "tokenizer.json"))
     profile = get_profile(rows[0][11])
     manifest["seq_len"] = profile.seq_len
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -130,6 +122,6 @@ def read_manifest(folder: Path | str) -> dict:
         f = folder / name
         if not f.is_file():
             raise UserError(f"{f}: listed in the manifest but missing")
-        if _sha256(f) != sha:
+        if sha256_of(f) != sha:
             raise UserError(f"{f}: sha256 differs from the manifest's (changed or damaged)")
     return manifest
