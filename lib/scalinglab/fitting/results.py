@@ -18,8 +18,29 @@ from scalinglab.serialization import to_jsonable
 NEGLIGIBLE_TERM = 1e-6
 
 
+class ReplicateSpread:
+    """Standard errors and percentile intervals of replicate fits, for any result holding ``samples``, ``names``,
+    ``column(name)``, ``constant`` and ``level`` (this module's Bootstrap and the law registry's LawBootstrap)."""
+
+    @property
+    def se(self) -> dict[str, float]:
+        """Standard deviations across replicates; NaN with fewer than two (e.g. every one at a bound)."""
+        if len(self.samples) < 2:
+            return {k: float("nan") for k in self.names}
+        # Constant by construction: exactly 0, where np.std of equal values can leave a last-digit residue.
+        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        """Percentile intervals at ``level``; NaN when no replicate converged."""
+        if not len(self.samples):
+            return {k: (float("nan"), float("nan")) for k in self.names}
+        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
+        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
+
+
 @dataclass(frozen=True)
-class Bootstrap:
+class Bootstrap(ReplicateSpread):
     """Resampling bootstrap (rows, or whole groups of rows): replicate fits, their spread and intervals."""
 
     samples: np.ndarray            # (n_ok, 5) columns PARAMS, converged replicates only
@@ -47,22 +68,6 @@ class Bootstrap:
     @property
     def names(self) -> tuple[str, ...]:
         return PARAMS + ("a", "b")
-
-    @property
-    def se(self) -> dict[str, float]:
-        """Standard deviations across replicates; NaN with fewer than two (e.g. every one at a bound)."""
-        if len(self.samples) < 2:
-            return {k: float("nan") for k in self.names}
-        # Constant by construction: exactly 0, where np.std of equal values can leave a last-digit residue.
-        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
-
-    @property
-    def ci(self) -> dict[str, tuple[float, float]]:
-        """Percentile intervals at ``level``; NaN when no replicate converged."""
-        if not len(self.samples):
-            return {k: (float("nan"), float("nan")) for k in self.names}
-        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
-        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
 
     @property
     def cov(self) -> np.ndarray:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.results import ReplicateSpread
 from scalinglab.serialization import to_jsonable
 
 HUBER_DELTA = 1e-3   # Hoffmann et al.'s δ on log residuals
@@ -123,7 +124,7 @@ def check_target(law: Law, y: np.ndarray, name: str = "target") -> None:
 
 
 @dataclass(frozen=True)
-class LawBootstrap:
+class LawBootstrap(ReplicateSpread):
     """Replicate fits: ``samples`` (n_ok, P) in the law's parameter order, converged replicates only."""
 
     samples: np.ndarray
@@ -138,19 +139,6 @@ class LawBootstrap:
 
     def column(self, name: str) -> np.ndarray:
         return self.samples[:, self.names.index(name)]
-
-    @property
-    def se(self) -> dict[str, float]:
-        if len(self.samples) < 2:
-            return {k: float("nan") for k in self.names}
-        return {k: 0.0 if k in self.constant else float(np.std(self.column(k), ddof=1)) for k in self.names}
-
-    @property
-    def ci(self) -> dict[str, tuple[float, float]]:
-        if not len(self.samples):
-            return {k: (float("nan"), float("nan")) for k in self.names}
-        q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
-        return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level, "seed": self.seed,
