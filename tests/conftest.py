@@ -14,6 +14,18 @@ def _isolated_results(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
 
+def refused(capsys, argv, *fragments):
+    """`scalinglab ARGV` exits 2 with one line holding every fragment."""
+    from scalinglab.cli import main
+
+    assert main(list(map(str, argv))) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
 def mirror_or_skip() -> Path:
     """The offline data mirror; tests that need real data skip without one."""
     root = os.environ.get("SCALINGLAB_DATA_MIRROR")

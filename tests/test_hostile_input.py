@@ -6,20 +6,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import refused
 from scalinglab.cli import main
 from scalinglab.fitting.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 
 
-def refused(capsys, argv, *fragments):
-    """`scalinglab ARGV` exits 2 with one line holding every fragment."""
-    assert main(list(map(str, argv))) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for fragment in fragments:
-        assert fragment in err, err
-    return err
 
 
 # --- trend -------------------------------------------------------------------------------------------

@@ -3,17 +3,7 @@
 blank line before the bad row, so a count of data rows (from 0 or 1) would name another line."""
 
 import pytest
-from scalinglab.cli import main
-
-
-def refused(capsys, argv, *fragments):
-    """`scalinglab ARGV` exits 2 with one line holding every fragment."""
-    assert main(list(map(str, argv))) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for fragment in fragments:
-        assert fragment in err, err
-    return err
+from conftest import refused
 
 
 def write(tmp_path, lines, name="t.csv"):
