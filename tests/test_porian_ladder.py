@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -132,9 +133,24 @@ def test_total_shift_table_and_aligned_summary():
     assert t["Porian RW a (Δa)"].tolist()[:2] == ["0.800", "0.700 (-0.100)"]
     assert "[no ladder.db]" in t["change"][1]
     lines = rep.summary().splitlines()
-    start = lines[1].index("change")                      # every row's change starts under the header's
-    assert all(line[start - 2:start] == "  " and line[start] != " " for line in lines[2:7])
-    assert lines[7].startswith("a0 − a4 = +0.200 [+0.105, +0.295]; Porian et al.: RW +0.400")
+    end = lines[2].index("seeds") + len("seeds")          # right-aligned: every row's seeds end under the header's
+    assert all(line[end - 1] != " " and line[end:end + 2] in ("  ", "") for line in lines[3:8])
+    assert max(map(len, lines[:8])) <= 120                # the changes are listed below, not in the table
+    assert lines[8].startswith("a0 − a4 = +0.200 [+0.105, +0.295]; Porian et al.: RW +0.400")
+    assert lines[-5].startswith("  step 0: Kaplan's setup") and "[no ladder.db]" in lines[-4]
     d = rep.to_dict()
     assert d["total"]["a_first_minus_last"] == pytest.approx(0.2) and d["steps"][0]["seeds_max"] == 3
     assert json.dumps(d)
+
+
+def test_dropped_resamples_bound_what_the_interval_holds():
+    """55 of 1000 resamples dropped: the interval holds 95% of the 945 kept, i.e. 89.775% of all 1000, and at
+    most 89.775% + 5.5% = 95.275% had every dropped one fallen inside; the table and summary print both."""
+    fit = replace(_fit(0.5, np.linspace(0.4, 0.6, 1000)), n_dropped=55)
+    assert fit.level_bounds == pytest.approx((0.95 * 0.945, 0.95 * 0.945 + 0.055))
+    assert _fit(0.5, [0.4, 0.6]).level_bounds == pytest.approx((0.95, 0.95))   # nothing dropped: nominal
+    steps = tuple(L.LadderStep(k, preset, p, change, fit if k == 0 else None, {}, 10, 3, seeds_max=3,
+                               reason=None if k == 0 else "no ladder.db") for k, preset, p, change in L.STEPS)
+    t = L.LadderReport(steps, PORIAN).table()
+    assert t["dropped"][0] == "55/1000" and t["holds"][0] == "89.8%-95.3%"
+    assert "holds 89.8% to 95.3% of all of them" in fit.summary()

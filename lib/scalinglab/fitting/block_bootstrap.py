@@ -62,9 +62,19 @@ class BlockBootstrap:
         """Share of resamples dropped: the interval is conditional on the others."""
         return self.n_dropped / self.n_boot if self.n_boot else 0.0
 
+    @property
+    def level_bounds(self) -> tuple[float, float]:
+        """What dropping does to the interval: the share of *all* resamples, dropped ones included, that it
+        holds, at worst and at best. It holds ``level`` of the kept ones, so ``level·(1 − d)`` of all of them,
+        plus up to the dropped share ``d`` had those fallen inside. The nominal level holds only if the
+        dropped resamples fall in the interval in the same proportion as the kept ones."""
+        d = self.dropped
+        return self.level * (1 - d), self.level * (1 - d) + d
+
     def to_dict(self) -> dict:
         return dict(a=self.a, ci=list(self.ci), level=self.level, method=self.method, n_boot=self.n_boot,
-                    n_dropped=self.n_dropped, budgets_lost=self.budgets_lost, n_shapes=self.n_shapes,
+                    n_dropped=self.n_dropped, level_bounds=list(self.level_bounds),
+                    budgets_lost=self.budgets_lost, n_shapes=self.n_shapes,
                     n_budgets=self.n_budgets, interval="block bootstrap over runs (shapes)",
                     log_n_at_unit_c=self.log_n_at_unit_c,
                     optima=to_jsonable(self.optima.to_dict("records")))
@@ -73,7 +83,8 @@ class BlockBootstrap:
         pct = int(round(self.level * 100))
         return (f"a = {self.a:.3f}, {pct}% block-bootstrap interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
                 f"({self.method}; {self.n_shapes} shapes resampled whole over {self.n_budgets} budgets; "
-                f"{self.n_dropped} of {self.n_boot} resamples dropped, kept ones lost "
+                f"{self.n_dropped} of {self.n_boot} resamples dropped, so the interval holds "
+                f"{self.level_bounds[0]:.1%} to {self.level_bounds[1]:.1%} of all of them; kept ones lost "
                 f"{self.budgets_lost:.0%} of budgets on average)")
 
 

@@ -176,30 +176,35 @@ class LadderReport:
                          **theirs,
                          "seeds": "" if not s.seeds_max else (f"{s.seeds}" if s.seeds == s.seeds_max
                                                               else f"{s.seeds}-{s.seeds_max}"),
+                         "dropped": f"{s.fit.n_dropped}/{s.fit.n_boot}" if fit else "",
+                         "holds": (f"{s.fit.level_bounds[0]:.1%}-{s.fit.level_bounds[1]:.1%}"
+                                   if fit and s.fit.n_dropped else ""),
                          "change": s.change if fit else f"{s.change} [{s.reason or 'no fit'}]"})
         return pd.DataFrame(rows)
 
     def summary(self) -> str:
-        t = self.table()
+        full = self.table()
+        t = full.drop(columns="change")     # the changes go below the table, which stays under 120 columns
         widths = {c: max(len(c), *(len(str(v)) for v in t[c])) for c in t.columns}
-        left = {"change"}
 
         def line(values) -> str:
-            return "  ".join(str(v).ljust(widths[c]) if c in left else str(v).rjust(widths[c])
-                             for c, v in zip(t.columns, values)).rstrip()
+            return "  ".join(str(v).rjust(widths[c]) for c, v in zip(t.columns, values)).rstrip()
 
-        lines = [f"Porian et al.'s ladder on our runs (seed means; points with loss ≥ {UNIFORM_SHARE:.0%} of ln V "
-                 f"dropped; budgets with < {MIN_SIZES} sizes left out; {self.level:.0%} block-bootstrap intervals)",
-                 line(t.columns)]
+        lines = [f"Porian et al.'s ladder on our runs: seed means; points with loss ≥ {UNIFORM_SHARE:.0%} of ln V "
+                 f"dropped;", f"budgets with < {MIN_SIZES} sizes left out; {self.level:.0%} block-bootstrap "
+                 "intervals over shapes", line(t.columns)]
         lines += [line(r) for r in t.itertuples(index=False)]
         tot = self.total()
         if tot["a_first_minus_last"] is not None:
             lines.append(f"a{tot['first']} − a{tot['last']} = {tot['a_first_minus_last']:+.3f} "
                          f"{_ci(tot['ci'], sign=True)}; Porian et al.: RW {tot['porian']['rw']:+.3f}, "
                          f"OWT2 {tot['porian']['owt2']:+.3f}")
-        lines.append("dropped per step (near-uniform points / budgets with too few sizes / resamples): " + ", ".join(
-            f"{s.step}: {s.dropped.get('near_uniform', 0)}/{len(s.dropped.get('budgets_too_few_sizes', []))}/"
-            f"{0 if s.fit is None else s.fit.n_dropped}" for s in self.steps))
+        lines.append("dropped: resamples with < 2 interior budgets, not in the interval; holds: the share of all "
+                     "resamples the interval holds")
+        lines.append("points dropped per step (near-uniform / budgets with too few sizes): " + ", ".join(
+            f"{s.step}: {s.dropped.get('near_uniform', 0)}/{len(s.dropped.get('budgets_too_few_sizes', []))}"
+            for s in self.steps))
+        lines += [f"  step {s.step}: {c}" for s, c in zip(self.steps, full["change"])]
         return "\n".join(lines)
 
 
