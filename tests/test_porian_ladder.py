@@ -140,6 +140,7 @@ def test_total_shift_table_and_aligned_summary():
     assert lines[-5].startswith("  step 0: Kaplan's setup") and "[no ladder.db]" in lines[-4]
     d = rep.to_dict()
     assert d["total"]["a_first_minus_last"] == pytest.approx(0.2) and d["steps"][0]["seeds_max"] == 3
+    assert d["largest_shift"]["step"] is None      # no step has a shift here: its neighbours lack fits
     assert json.dumps(d)
 
 
@@ -154,3 +155,18 @@ def test_dropped_resamples_bound_what_the_interval_holds():
     t = L.LadderReport(steps, PORIAN).table()
     assert t["dropped"][0] == "55/1000" and t["holds"][0] == "89.8%-95.3%"
     assert "holds 89.8% to 95.3% of all of them" in fit.summary()
+
+
+def test_largest_shift_names_the_step_and_compares_with_porians():
+    """Our shifts −0.05, −0.02, +0.03, −0.15 put the largest move at step 4 (interval excludes 0); Porian's
+    made-up a (0.80, 0.60, 0.55, 0.52, 0.50) puts theirs at step 1 (−0.20): they disagree."""
+    porian = pd.DataFrame([dict(dataset=ds, step=s, a=a) for ds in ("rw", "owt2")
+                           for (_, _, s, _), a in zip(L.STEPS, (0.80, 0.60, 0.55, 0.52, 0.50))])
+    deltas = {1: (-0.05, (-0.2, 0.1)), 2: (-0.02, (-0.2, 0.2)), 3: (0.03, (-0.1, 0.2)), 4: (-0.15, (-0.3, -0.01))}
+    steps = tuple(L.LadderStep(k, preset, p, change, _fit(0.5, [0.4, 0.6]), {}, 10, 3, seeds_max=3,
+                               delta=deltas.get(k, (None,))[0], delta_ci=deltas.get(k, (None, None))[1])
+                  for k, preset, p, change in L.STEPS)
+    top = L.LadderReport(steps, porian).largest_shift()
+    assert top["step"] == 4 and top["delta"] == -0.15 and top["excludes_zero"]
+    assert top["porian"]["rw"]["step"] == 1 and top["porian"]["rw"]["delta"] == pytest.approx(-0.2)
+    assert top["agrees"] is False

@@ -389,6 +389,20 @@ def _ladder_text(s: _Summary) -> str:
         return text + ". "
     text += (f"; {sum(st['delta']['d'] < 0 for st in shifts)} of {len(shifts)} steps lower a, "
              + (f"{len(excl)} with an interval excluding 0. " if excl else "none with an interval excluding 0. "))
+    top = lad.data.get("largest_shift")
+    if top and top.get("step") is not None:
+        labels = {st["step"]: label[st["porian_step"]] for st in steps}
+        theirs = top["porian"]
+        same = len({t["step"] for t in theirs.values()}) == 1
+        their_text = (f"step {theirs['rw']['step']}'s ({labels[theirs['rw']['step']]}: "
+                      + ", ".join(f"{PORIAN_DATASETS[ds]} {sgn(t['delta'])}" for ds, t in theirs.items()) + ")"
+                      if same else ", ".join(f"step {t['step']}'s on {PORIAN_DATASETS[ds]} ({sgn(t['delta'])})"
+                                             for ds, t in theirs.items()))
+        verdict = ("the same change" if top["agrees"] else "a different change") + (
+            "" if top["excludes_zero"] else ", though our step's interval includes 0")
+        text += (f"The largest move on our runs is step {top['step']}'s ({labels[top['step']]}), "
+                 f"{sgn(top['delta'])} {interval(top['ci'], sgn)}; Porian et al.'s largest is {their_text}: "
+                 f"{verdict}. ")
     return text
 
 

@@ -144,6 +144,23 @@ class LadderReport:
             out.update(a_first_minus_last=d, ci=list(ci))
         return out
 
+    def largest_shift(self) -> dict:
+        """Which change moves a most: the step with the largest |Δa| on our runs (None without shifts), whether
+        its interval excludes 0, and Porian et al.'s largest step per dataset."""
+        ours = [s for s in self.steps if s.delta is not None and np.isfinite(s.delta)]
+        theirs = {}
+        for ds in ("rw", "owt2"):
+            deltas = [(abs(d), s.step, d) for s in self.steps
+                      if (d := self.porian_delta(ds, s.porian_step)) is not None]
+            _, step, d = max(deltas)
+            theirs[ds] = dict(step=step, delta=d)
+        if not ours:
+            return dict(step=None, delta=None, ci=None, excludes_zero=None, porian=theirs)
+        top = max(ours, key=lambda s: abs(s.delta))
+        ci = list(top.delta_ci)
+        return dict(step=top.step, delta=top.delta, ci=ci, excludes_zero=not ci[0] <= 0 <= ci[1], porian=theirs,
+                    agrees=all(t["step"] == top.step for t in theirs.values()))
+
     def to_dict(self) -> dict:
         out = []
         a = self.porian.set_index(["dataset", "step"])["a"]
@@ -152,7 +169,7 @@ class LadderReport:
             d["porian"] = {ds: dict(a=float(a[ds, s.porian_step]), delta=self.porian_delta(ds, s.porian_step))
                            for ds in ("rw", "owt2")}
             out.append(d)
-        return dict(steps=out, total=self.total(), level=self.level,
+        return dict(steps=out, total=self.total(), largest_shift=self.largest_shift(), level=self.level,
                     rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES))
 
     def table(self) -> pd.DataFrame:
