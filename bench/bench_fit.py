@@ -19,15 +19,7 @@ import sys
 import time
 
 import numpy as np
-
-
-def best_of(fn, repeat=3):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+from timing import best_of
 
 
 def main() -> int:

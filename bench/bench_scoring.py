@@ -8,7 +8,6 @@ log-probability difference.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -17,12 +16,7 @@ from scalinglab.inverse_scaling import tasks as inverse
 from scalinglab.inverse_scaling.adapters import GPTCheckpointLM
 from scalinglab.training.model import GPT, GPTConfig
 from scalinglab.training.tokenizer import get_tokenizer
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
+from timing import best_of
 
 
 def main() -> None:
@@ -41,8 +35,8 @@ def main() -> None:
         # Warm both paths up on two examples, then time each once, back to back, on the same examples.
         scoring.continuation_logprobs(lm, prompts[:2], classes[:2])
         scoring.naive_logprobs(lm, prompts[:2], classes[:2])
-        t_naive, naive = timed(lambda: scoring.naive_logprobs(lm, prompts, classes))
-        t_fast, fast = timed(lambda: scoring.continuation_logprobs(lm, prompts, classes))
+        t_naive, naive = best_of(lambda: scoring.naive_logprobs(lm, prompts, classes), repeat=1)
+        t_fast, fast = best_of(lambda: scoring.continuation_logprobs(lm, prompts, classes), repeat=1)
         diff = max(float(np.abs(a - b).max()) for a, b in zip(fast, naive))
         n_cls = sum(len(c) for c in classes)
         print(f"{task:<10} {len(prompts)} examples, {n_cls} classes: naive {t_naive:.3f} s, efficient "

@@ -13,18 +13,9 @@ Run: SCALINGLAB_DATA_MIRROR=../shared/data python bench/bench_varpro.py
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
-
-
-def best_of(fn, repeat=5):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+from timing import best_of
 
 
 def main() -> int:
@@ -40,8 +31,8 @@ def main() -> int:
         print(f"bench_varpro: {exc}\nbench_varpro: set $SCALINGLAB_DATA_MIRROR to the data mirror", file=sys.stderr)
         return 2
     N, D, L, _ = F.runs_from_table(table, "Model Size", c_col="Training FLOP", drop_highest=5)
-    t_grid, grid = best_of(lambda: F.fit_arrays(N, D, L))
-    t_vp, vp = best_of(lambda: F.fit_arrays(N, D, L, F.FitOptions(solver="varpro")))
+    t_grid, grid = best_of(lambda: F.fit_arrays(N, D, L), repeat=5)
+    t_vp, vp = best_of(lambda: F.fit_arrays(N, D, L, F.FitOptions(solver="varpro")), repeat=5)
     print(f"Epoch's {len(L)} rows, Huber objective (delta 1e-3), best of 5 runs each")
     print(f"  {'':8}" + "".join(f"{p:>12}" for p in PARAMS) + f"{'objective':>14}{'status':>11}{'seconds':>9}")
     for name, r, t in (("grid", grid, t_grid), ("varpro", vp, t_vp)):
@@ -57,8 +48,8 @@ def main() -> int:
     n_sim = np.exp(rng.uniform(np.log(N.min()), np.log(N.max()), len(N)))
     d_sim = np.exp(rng.uniform(np.log(D.min()), np.log(D.max()), len(N)))
     l_sim = law.loss(n_sim, d_sim)
-    t_ls, ls = best_of(lambda: fit_varpro(n_sim, d_sim, l_sim))
-    t_g2, g2 = best_of(lambda: F.fit_arrays(n_sim, d_sim, l_sim))
+    t_ls, ls = best_of(lambda: fit_varpro(n_sim, d_sim, l_sim), repeat=5)
+    t_g2, g2 = best_of(lambda: F.fit_arrays(n_sim, d_sim, l_sim), repeat=5)
     err_ls = max(abs(getattr(ls.law, p) / getattr(law, p) - 1) for p in PARAMS)
     err_g = max(abs(getattr(g2, p) / getattr(law, p) - 1) for p in PARAMS)
     print(f"\nNoise-free rows of Hoffmann's law ({len(N)} rows at Epoch's N and D ranges)")
