@@ -13,9 +13,9 @@ one model (checkpoints, cooldowns, eval sets), they are not independent, and ``g
 models (a cluster bootstrap). ``leave_one_group_out`` is the matching control: how far off is a model of
 the kind the law *was* fitted on, when it is left out?
 
-Conditions are ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``: the cell contains VALUE),
-parsed here, never evaluated; numpy only, so ``scalinglab fit`` keeps its fast start. Each row can carry
-its distance from the fitted runs (``fitting.domain``; ``forecast.with_domain`` adds it).
+Rows are chosen by ``fitting.conditions`` (``"tokens>1e11"``; ``where``, ``any_of`` and ``parse_condition`` are
+re-exported here). Each row can carry its distance from the fitted runs (``fitting.domain``;
+``forecast.with_domain`` adds it).
 """
 
 from __future__ import annotations
@@ -28,107 +28,18 @@ import numpy as np
 
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout.where etc. are the public names)
+    OPS,
+    Condition,
+    _conditions,
+    _n_rows,
+    _number,
+    any_of,
+    parse_condition,
+    where,
+)
 from scalinglab.fitting.domain import legend, short
 from scalinglab.serialization import to_jsonable
-
-OPS = ("<=", ">=", "==", "!=", "<", ">", "~")  # two-character operators first, so "<=" is not read as "<"
-NUMERIC_OPS = ("<", "<=", ">", ">=")
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One row filter, ``column op value``; ``text`` is what the user wrote, for messages."""
-
-    column: str
-    op: str
-    value: str
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-    def mask(self, table) -> np.ndarray:
-        """Boolean mask over the table's rows, or a UserError naming the column or value."""
-        if self.column not in table:
-            raise UserError(f"{self.text!r}: no column {self.column!r}; the table has {', '.join(map(str, table))}")
-        cells = list(table[self.column])
-        if self.op == "~":
-            return np.array([self.value in str(c) for c in cells], bool)
-        number = _number(self.value)
-        if self.op in NUMERIC_OPS:
-            if number is None:
-                raise UserError(f"{self.text!r}: {self.value!r} is not a number ({self.op} compares numbers)")
-            x = _numbers(cells, self)
-            return {"<": x < number, "<=": x <= number, ">": x > number, ">=": x >= number}[self.op]
-        # == and != compare as numbers when both sides are numbers ("1" == "1.0"), else as text.
-        numeric = [_number(str(c)) for c in cells]
-        if number is not None and all(v is not None for v in numeric):
-            eq = np.array(numeric, float) == number
-        else:
-            eq = np.array([str(c).strip() == self.value for c in cells], bool)
-        return eq if self.op == "==" else ~eq
-
-
-def parse_condition(text: str) -> Condition:
-    """``"COL OP VALUE"`` → Condition; spaces around OP are allowed, quotes around VALUE dropped."""
-    s = str(text)
-    at = min((i for i in (s.find(op) for op in OPS) if i >= 0), default=-1)
-    if at <= 0:
-        raise UserError(f"{s!r}: expected COL OP VALUE with OP one of {' '.join(OPS)} (e.g. 'tokens>1e11')")
-    op = next(o for o in OPS if s.startswith(o, at))
-    column, value = s[:at].strip(), s[at + len(op):].strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        value = value[1:-1]
-    if not column or not value:
-        raise UserError(f"{s!r}: expected COL OP VALUE with OP one of {' '.join(OPS)} (e.g. 'tokens>1e11')")
-    return Condition(column, op, value, s)
-
-
-def _number(text: str) -> float | None:
-    try:
-        x = float(text)
-    except (TypeError, ValueError):
-        return None
-    return x
-
-
-def _numbers(cells: list, cond: Condition) -> np.ndarray:
-    out = np.empty(len(cells))
-    for i, c in enumerate(cells):
-        x = _number(c)
-        if x is None:
-            raise RowError(f"{cond.text!r}: column {cond.column!r} holds a non-number at {{row}}: {c!r}", i)
-        out[i] = x
-    return out
-
-
-def _conditions(conds) -> list[Condition]:
-    if conds is None:
-        return []
-    if isinstance(conds, (str, Condition)):
-        conds = [conds]
-    return [c if isinstance(c, Condition) else parse_condition(c) for c in conds]
-
-
-def _n_rows(table) -> int:
-    return len(next(iter(table.values())) if isinstance(table, dict) else table)
-
-
-def where(table, conditions) -> np.ndarray:
-    """Rows matching every condition (AND); all rows when there are none."""
-    mask = np.ones(_n_rows(table), bool)
-    for cond in _conditions(conditions):
-        mask &= cond.mask(table)
-    return mask
-
-
-def any_of(table, conditions) -> np.ndarray:
-    """Rows matching at least one condition (OR): several --holdout flags hold out their union."""
-    mask = np.zeros(_n_rows(table), bool)
-    for cond in _conditions(conditions):
-        mask |= cond.mask(table)
-    return mask
-
 
 # --- predictions ---------------------------------------------------------
 
