@@ -248,6 +248,8 @@ def _run(args) -> int:
     except UserError as exc:  # name the file or dataset the bad column or value came from, and its line
         raise UserError(f"{label}: {_named_row(exc, table)}") from None
     if args.predict:
+        from scalinglab.fitting.forecast import residual_sd
+
         check_label = args.predict
         other = None
         try:
@@ -255,7 +257,8 @@ def _run(args) -> int:
             rows = np.flatnonzero(H.where(other, args.where))
             if not rows.size:
                 raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
-            check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows)
+            check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows,
+                              sigma=residual_sd(res, N, D, L))
         except UserError as exc:
             raise UserError(f"{args.predict}: {_named_row(exc, other)}") from None
     if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP

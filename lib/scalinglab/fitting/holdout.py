@@ -6,12 +6,14 @@ runs (large D/N) or larger models. ``holdout`` splits a table by a mask or by sm
 relative errors and a summary. When a bootstrap was run, each converged replicate predicts every held-out
 row, and the percentiles of those predictions give an interval.
 
-That interval is parameter uncertainty only (the mean law's; ``fitting.forecast`` adds run noise): held-out
-runs outside it say the form (or the training range) does not extrapolate, not that the interval is too
-narrow by a constant. It is also only as wide as the resampling unit allows: when several rows come from
-one model (checkpoints, cooldowns, eval sets), they are not independent, and ``groups=`` resamples whole
-models (a cluster bootstrap). ``leave_one_group_out`` is the matching control: how far off is a model of
-the kind the law *was* fitted on, when it is left out?
+That interval is parameter uncertainty only (the mean law's). Each row also gets ``fitting.forecast``'s new-
+run interval, which adds the run-to-run noise σ of the training rows' residuals: a held-out run is a new run,
+so this is the interval it should fall in at about the stated rate if the law's form holds, and the one
+``summary`` marks "outside". Many runs outside both say the form (or the training range) does not extrapolate,
+not that the interval is too narrow by a constant. It is also only as wide as the resampling unit allows: when
+several rows come from one model (checkpoints, cooldowns, eval sets), they are not independent, and
+``groups=`` resamples whole models (a cluster bootstrap). ``leave_one_group_out`` is the matching control: how
+far off is a model of the kind the law *was* fitted on, when it is left out?
 
 Rows are chosen by ``fitting.conditions`` (``"tokens>1e11"``; ``where``, ``any_of`` and ``parse_condition`` are
 re-exported here). Each row can carry its distance from the fitted runs (``fitting.domain``;
@@ -50,7 +52,8 @@ class Predictions:
 
     ``rel_error`` is (predicted − actual)/actual: negative means the law
     promised a lower loss than the run reached. ``lower``/``upper`` are the
-    bootstrap interval at ``level`` (NaN without a bootstrap).
+    bootstrap interval at ``level`` (NaN without a bootstrap); ``new_lower``/``new_upper`` the new-run
+    interval (``fitting.forecast``: the mean law's plus run noise ``sigma``; None when no σ was given).
     """
 
     rows: np.ndarray
@@ -63,6 +66,9 @@ class Predictions:
     level: float
     draws: np.ndarray | None = None  # (replicates, rows): each bootstrap replicate's predictions
     extrapolation: tuple[dict[str, Any], ...] | None = None
+    new_lower: np.ndarray | None = None
+    new_upper: np.ndarray | None = None
+    sigma: float | None = None       # run noise in log loss (the training rows' residual sd)
 
     @property
     def rel_error(self) -> np.ndarray:
@@ -72,6 +78,8 @@ class Predictions:
         """The same predictions for the rows where ``keep`` (a mask over these rows) is True."""
         keep = np.asarray(keep, bool)
         cut = {k: getattr(self, k)[keep] for k in ("rows", "N", "D", "actual", "predicted", "lower", "upper")}
+        if self.has_new_run_interval:
+            cut.update(new_lower=self.new_lower[keep], new_upper=self.new_upper[keep])
         ext = self.extrapolation and tuple(e for e, k in zip(self.extrapolation, keep) if k)
         return replace(self, **cut, draws=None if self.draws is None else self.draws[:, keep], extrapolation=ext)
 
@@ -114,6 +122,17 @@ class Predictions:
         """Whether each actual loss lies in its interval (False without one)."""
         return (self.actual >= self.lower) & (self.actual <= self.upper)
 
+    @property
+    def has_new_run_interval(self) -> bool:
+        return self.new_lower is not None
+
+    @property
+    def inside_new_run(self) -> np.ndarray:
+        """Whether each actual loss lies in its new-run interval (False without one)."""
+        if not self.has_new_run_interval:
+            return np.zeros(len(self.rows), bool)
+        return (self.actual >= self.new_lower) & (self.actual <= self.new_upper)
+
     def stats(self) -> dict[str, Any]:
         """n, mean/median/max absolute relative error (and the worst row), mean relative error; with
         intervals, their level and how many actual losses lie inside."""
@@ -125,6 +144,10 @@ class Predictions:
         if self.has_interval:
             out["level"] = self.level
             out["n_inside_interval"] = int(self.inside.sum())
+        if self.has_new_run_interval:
+            out["level"] = self.level
+            out["n_inside_new_run_interval"] = int(self.inside_new_run.sum())
+            out["sigma"] = self.sigma
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +158,8 @@ class Predictions:
                    "rel_error": float(self.rel_error[i])}
             if self.has_interval:
                 row["interval"] = [float(self.lower[i]), float(self.upper[i])]
+            if self.has_new_run_interval:
+                row["new_run_interval"] = [float(self.new_lower[i]), float(self.new_upper[i])]
             if self.extrapolation is not None:
                 row["extrapolation"] = self.extrapolation[i]
             rows.append(row)
@@ -143,32 +168,47 @@ class Predictions:
     def summary(self, what: str = "predicted", n_fit: int | None = None) -> str:
         """The table `scalinglab fit --holdout/--predict` prints: one line per run, then the errors.
         ``what`` says where the runs come from ("held out (...)"); ``n_fit``: the runs the law was fitted on."""
-        interval = self.has_interval
+        interval, new = self.has_interval, self.has_new_run_interval
+        pct = f"{round(self.level * 100):d}%"
         ext, fitted = self.extrapolation, "" if n_fit is None else f"; the law was fitted on {n_fit}"
         lines = [f"{len(self.rows)} runs {what}{fitted}",
-                 f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
-                 + (f"{'beyond':>11}" if ext is not None else "")
-                 + (f"   {round(self.level * 100):d}% interval (mean law)" if interval else "")]
+                 (f"{'row':>5}{'N':>12}{'D':>12}{'actual':>10}{'predicted':>11}{'rel err':>10}"
+                  + (f"{'beyond':>11}" if ext is not None else "")
+                  + (f"   {pct + ' new run':<19}" if new else "")
+                 + (f"   {pct} mean law" if interval else "")).rstrip()]
         for i in range(len(self.rows)):
             row = (f"{self.rows[i]:>5d}{self.N[i]:>12.4g}{self.D[i]:>12.4g}{self.actual[i]:>10.4f}"
                    f"{self.predicted[i]:>11.4f}{self.rel_error[i]:>+10.2%}")
             if ext is not None:
                 row += f"{short(ext[i]):>11}"
+            if new:
+                row += f"   [{self.new_lower[i]:.4f}, {self.new_upper[i]:.4f}]"
             if interval:
-                row += f"   [{self.lower[i]:.4f}, {self.upper[i]:.4f}]" + ("" if self.inside[i] else "  outside")
+                row += f"   [{self.lower[i]:.4f}, {self.upper[i]:.4f}]"
+            if (new and not self.inside_new_run[i]) or (not new and interval and not self.inside[i]):
+                row += "  outside"
             lines.append(row)
         s = self.stats()
         tail = (f"|rel err|: mean {s['mean_abs_rel_error']:.2%}, median {s['median_abs_rel_error']:.2%}, "
                 f"max {s['max_abs_rel_error']:.2%} (row {s['worst_row']})")
+        inside = []
+        if new:
+            inside.append(f"{s['n_inside_new_run_interval']} of {s['n']} inside their new-run interval (parameters "
+                          f"and run noise, σ = {self.sigma:.3g} in log loss)" if interval else
+                          f"{s['n_inside_new_run_interval']} of {s['n']} inside their new-run interval (run noise "
+                          f"σ = {self.sigma:.3g} in log loss; no bootstrap, so no parameter uncertainty)")
         if interval:
-            tail += f"; {s['n_inside_interval']} of {s['n']} inside their interval (parameter uncertainty only)"
-        lines += ["", tail, "rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
+            inside.append(f"{s['n_inside_interval']} of {s['n']} inside the mean law's (parameters only)")
+        lines += ["", tail] + (["; ".join(inside)] if inside else [])
+        lines += ["rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
         lines += [legend(ext)] if ext is not None else []
         return "\n".join(lines)
 
 
-def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None = None) -> Predictions:
-    """Predict runs (N, D) with ``result`` and compare with ``actual``; intervals from its bootstrap, if any."""
+def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None = None,
+            sigma: float | None = None) -> Predictions:
+    """Predict runs (N, D) with ``result`` and compare with ``actual``; intervals from its bootstrap, if any,
+    and with ``sigma`` (run noise in log loss, ``forecast.residual_sd`` of the fitted runs) new-run intervals."""
     N, D, actual = (np.asarray(x, float).ravel() for x in (N, D, actual))
     bs = result.bootstrap
     level = level if level is not None else (bs.level if bs is not None else 0.95)
@@ -179,8 +219,14 @@ def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None
         draws = E + A / N**al + B / D**be  # (replicates, runs)
         lower, upper = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
     rows = np.arange(len(N)) if rows is None else np.asarray(rows, int)
+    new = {}
+    if sigma is not None:
+        from scalinglab.fitting.forecast import loss_intervals
+
+        iv = loss_intervals(result, N, D, sigma, level)
+        new = dict(new_lower=iv["new_lo"], new_upper=iv["new_hi"], sigma=float(sigma))
     return Predictions(rows=rows, N=N, D=D, actual=actual, predicted=np.asarray(result.loss(N, D), float),
-                       lower=lower, upper=upper, level=level, draws=draws)
+                       lower=lower, upper=upper, level=level, draws=draws, **new)
 
 
 @dataclass(frozen=True)
@@ -280,8 +326,10 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
                                           n_groups=len(np.unique(labels[train_rows])))
-    return HoldoutResult(fit=res, train_rows=train_rows, heldout=predict(res, tN, tD, tL, rows=test_rows, level=level),
-                         conditions=texts, **unit)
+    from scalinglab.fitting.forecast import residual_sd
+
+    heldout = predict(res, tN, tD, tL, rows=test_rows, level=level, sigma=residual_sd(res, N, D, L))
+    return HoldoutResult(fit=res, train_rows=train_rows, heldout=heldout, conditions=texts, **unit)
 
 
 # --- resampling models, not rows ------------------------------------------
