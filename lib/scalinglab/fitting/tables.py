@@ -46,10 +46,14 @@ def interval_text(lo_hi: Sequence | None, spec: str = "+.1f", scale: float = 1.0
 def heldout_frame(pred: H.Predictions, tokens_per_param: float = 20.0) -> pd.DataFrame:
     """One row per predicted run, indexed by its table row: N, the token multiplier
     M = D/(``tokens_per_param``·N) (20: Chinchilla's, so M = 1 is compute-optimal), actual and predicted loss,
-    the signed relative error (predicted − actual)/actual, and the interval (NaN without a bootstrap)."""
+    the signed relative error (predicted − actual)/actual, the mean law's interval (NaN without a bootstrap) and
+    the new-run interval (NaN without one)."""
+    nan = np.full(len(pred.rows), np.nan)
+    new = pred.has_new_run_interval
     return pd.DataFrame({"N": pred.N, "M": pred.D / (tokens_per_param * pred.N), "actual": pred.actual,
                          "predicted": pred.predicted, "rel_error": pred.rel_error, "lower": pred.lower,
-                         "upper": pred.upper}, index=pd.Index(pred.rows, name="row"))
+                         "upper": pred.upper, "new_lower": pred.new_lower if new else nan,
+                         "new_upper": pred.new_upper if new else nan}, index=pd.Index(pred.rows, name="row"))
 
 
 def holdout_row(res: H.HoldoutResult) -> dict[str, Any]:
