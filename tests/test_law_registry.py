@@ -1,6 +1,7 @@
 """The law registry (fitting.laws): parameter recovery per law, `fit --law` flag refusals, compare-laws verdicts."""
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -133,7 +134,7 @@ def runs_csv(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--law", "kaplan", "--compute", "1e21"], "--compute: compute-optimal allocations come from Chinchilla"),
     (["--law", "gadre", "--tie-exponents"], "--tie-exponents ties Chinchilla's alpha and beta"),
-    (["--law", "kaplan", "--plot", "x.png"], "--plot draws Chinchilla's law"),
+    (["--law", "kaplan", "--plot", "x.gif"], "--plot x.gif: the file must end in .png, .pdf, .svg"),
     (["--x-col", "x"], "--x-col x: law chinchilla does not use it"),
     (["--law", "saturating", "--x-col", "x", "--n-col", "N"], "--n-col N: law saturating does not use it"),
     (["--law", "saturating"], "give it with --x-col"),
@@ -161,6 +162,21 @@ def test_fit_law_prints_json_and_holdout(runs_csv, capsys):
 
 
 # --- which law? ------------------------------------------------------------------------------------------
+
+
+def test_fit_law_plot_draws_fitted_and_held_out_runs(runs_csv, tmp_path, capsys):
+    """Any registry law gets a figure: predicted against actual, fitted runs filled, held-out ones hollow."""
+    png = tmp_path / "kaplan.png"
+    assert main(["fit", runs_csv, "--law", "kaplan", "--holdout", "N>5e8", "--bootstrap", "50",
+                 "--plot", str(png), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["plot"] == str(png)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000   # a figure, not an empty canvas
+    svg = tmp_path / "downstream.svg"
+    assert main(["fit", runs_csv, "--law", "downstream", "--y-col", "acc", "--plot", str(svg)]) == 0
+    assert f"plot written to {svg}" in capsys.readouterr().out
+    assert "<svg" in svg.read_text()
 
 
 def _table(name, noise, seed=0):

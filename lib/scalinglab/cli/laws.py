@@ -86,8 +86,6 @@ def refuse_fit_flags(args, law) -> None:
     if args.tie_exponents:
         raise UserError(f"--tie-exponents ties Chinchilla's alpha and beta; law {law.name} has no such pair "
                         "(--law gadre is the tied form; --fix holds a parameter)")
-    if args.plot:
-        raise UserError(f"--plot draws Chinchilla's law; law {law.name} has no figure yet")
     if args.drop_highest and law.target != "loss":
         raise UserError(f"--drop-highest drops the highest losses; law {law.name} predicts a downstream metric")
 
@@ -117,6 +115,10 @@ def run_fit(args, source, read_csv) -> int:
     check_level(args.level)
     if args.bootstrap_by and not args.bootstrap:
         raise UserError(f"--bootstrap-by {args.bootstrap_by} needs --bootstrap K (how many resamples)")
+    if args.plot:
+        from scalinglab.fitting.plot import check_plot_path
+
+        check_plot_path(args.plot)   # before the fit: a bad path fails fast
     table, roles, label = source(args)
     cols = law_columns(args, law, roles)
     progress = args.bootstrap > 0 and sys.stderr.isatty()
@@ -147,16 +149,30 @@ def run_fit(args, source, read_csv) -> int:
             what = f"predicted from {args.predict}"
         except UserError as exc:
             raise UserError(f"{args.predict}: {exc}") from None
+    if args.plot:
+        from scalinglab.fitting.approach3 import keep_below_highest
+        from scalinglab.fitting.plot import law_figure, save_figure
+
+        fitted = predict_rows(res, table, np.flatnonzero(keep & ~held), cols)
+        if args.drop_highest:   # the rows the fit dropped are not "fitted runs"
+            kept = keep_below_highest(fitted.actual, args.drop_highest)
+            fitted = predict_rows(res, table, fitted.rows[kept], cols)
+        save_figure(args.plot, law_figure(fitted, predictions, others_label=what or "", target=law.target,
+                                          title=f"{label}: law {law.name}"))
     if args.json:
         out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
         if args.where:
             out["where"] = list(args.where)
         if predictions is not None:
             out["holdout" if args.holdout else "predict"] = predictions.to_dict()
+        if args.plot:
+            out["plot"] = args.plot
         print(dumps(out))
     else:
         print(res.summary(label, args.drop_highest))
         if predictions is not None:
             print()
             print(predictions.summary(what, res.n_rows))
+        if args.plot:
+            print(f"\nplot written to {args.plot}")
     return 0

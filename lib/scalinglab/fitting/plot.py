@@ -119,12 +119,51 @@ def _colour(cmap: str, norm, n: float):
     return colormaps[cmap](norm(n))
 
 
-def save_fit_figure(path, result, N, D, L, **kwargs) -> Path:
-    """Draw ``fit_figure`` and write it to ``path`` (format from the extension); returns the path."""
+def law_figure(fitted, others=None, *, others_label: str = "held out", target: str = "loss",
+               title: str | None = None):
+    """A matplotlib Figure for any registry law (``fitting.laws``), whose inputs need not be N and D: each
+    run's predicted against actual value (left) and log(predicted/actual) against the actual value (right).
+    ``fitted`` and ``others`` are ``LawPredictions`` of the runs the law was fitted to and of runs it was not;
+    an interval, where a bootstrap gave one, is drawn as a vertical bar."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11.0, 4.6), layout="constrained")
+    ax, res_ax = fig.subplots(1, 2)
+    groups = [(fitted, f"fitted runs ({len(fitted.rows)})", dict(color="C0", s=22, edgecolors="k", linewidths=0.3))]
+    if others is not None and len(others.rows):
+        groups.append((others, f"{others_label} ({len(others.rows)})",
+                       dict(facecolors="none", edgecolors="C3", marker="D", s=40, linewidths=1.2)))
+    for pred, label, style in groups:
+        if pred.has_interval:
+            ax.vlines(pred.actual, pred.lower, pred.upper, color="0.75", lw=1, zorder=1)
+        ax.scatter(pred.actual, pred.predicted, label=label, zorder=3, **style)
+        res_ax.scatter(pred.actual, 100 * pred.log_error, zorder=3, **style)
+    every = np.concatenate([g[0].actual for g in groups] + [g[0].predicted for g in groups])
+    every = every[np.isfinite(every)]
+    lim = np.array([every.min(), every.max()])
+    ax.plot(lim, lim, "k-", lw=0.8, label="predicted = actual", zorder=2)
+    ax.set(xlabel=f"actual {target}", ylabel=f"predicted {target}")
+    ax.legend(fontsize=8, loc="upper left")
+    res_ax.axhline(0, color="k", lw=0.8)
+    lo, hi = res_ax.get_ylim()
+    res_ax.set_ylim(min(lo, -0.5), max(hi, 0.5))
+    res_ax.set(xlabel=f"actual {target}", ylabel="log(predicted / actual), %")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def save_figure(path, fig) -> Path:
+    """Write ``fig`` to ``path`` (format from the extension), or a one-line UserError; returns the path."""
     p = check_plot_path(path)
-    fig = fit_figure(result, N, D, L, **kwargs)
     try:
         fig.savefig(p, dpi=130)
     except OSError as exc:
         raise UserError(f"--plot {path}: cannot write it: {exc.strerror or exc}") from None
     return p
+
+
+def save_fit_figure(path, result, N, D, L, **kwargs) -> Path:
+    """Draw ``fit_figure`` and write it to ``path`` (format from the extension); returns the path."""
+    check_plot_path(path)   # before drawing: a bad path fails fast
+    return save_figure(path, fit_figure(result, N, D, L, **kwargs))
