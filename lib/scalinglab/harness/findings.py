@@ -395,9 +395,10 @@ def _ladder_text(s: _Summary) -> str:
         theirs = top["porian"]
         same = len({t["step"] for t in theirs.values()}) == 1
         their_text = (f"step {theirs['rw']['step']}'s ({labels[theirs['rw']['step']]}: "
-                      + ", ".join(f"{PORIAN_DATASETS[ds]} {sgn(t['delta'])}" for ds, t in theirs.items()) + ")"
-                      if same else ", ".join(f"step {t['step']}'s on {PORIAN_DATASETS[ds]} ({sgn(t['delta'])})"
-                                             for ds, t in theirs.items()))
+                      + ", ".join(f"{name} {sgn(theirs[ds]['delta'])}" for ds, name in PORIAN_DATASETS.items())
+                      + ")" if same else
+                      ", ".join(f"step {theirs[ds]['step']}'s on {name} ({sgn(theirs[ds]['delta'])})"
+                                for ds, name in PORIAN_DATASETS.items()))
         verdict = ("the same change" if top["agrees"] else "a different change") + (
             "" if top["excludes_zero"] else ", though our step's interval includes 0")
         text += (f"The largest move on our runs is step {top['step']}'s ({labels[top['step']]}), "
