@@ -72,12 +72,16 @@ def test_kaplan_vs_hoffmann_known_answers():
     assert "0.26 nats (95% 0.24–0.30) when it takes 14.6% of training" in t and "9.4% (95% 9.0–9.8%)" in t
     assert "a_kaplan − a_hoffmann = +0.15 (95% +0.02 to +0.28)" in t
     assert "+0.14 to +0.25 over 5 analyses" in t and "gap for the same steps (0.26–0.35)" in t
-    # the ladder: a0 0.539 [0.392, 0.796], a4 0.317 [0.141, 0.603]; a0 − a4 0.222 [−0.048, +0.520] against
-    # Porian et al.'s 0.835 − 0.497 on RefinedWeb; Δa −0.074, −0.024, +0.014, −0.138, every interval across 0
-    assert "a goes from 0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) through 0.47, 0.44 and 0.46 to 0.32 " \
-           "(95% 0.14–0.60) at step 4 (+ tuning)" in t
-    assert "the total fall, +0.22 (95% −0.05 to +0.52), against Porian et al.'s 0.34 (RefinedWeb)" in t
+    # the ladder, 3 seeds: a0 0.539 [0.388, 0.799], a4 0.315 [0.037, 0.603]; a0 − a4 0.224 [−0.043, +0.529]
+    # against Porian et al.'s 0.835 − 0.497 on RefinedWeb; Δa −0.082, −0.030, +0.030, −0.142, every interval
+    # across 0; the largest, step 4's, against Porian et al.'s step 1 (−0.129 RW, −0.165 OWT2)
+    assert "a goes from 0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) through 0.46, 0.43 and 0.46 to 0.32 " \
+           "(95% 0.04–0.60) at step 4 (+ tuning)" in t
+    assert "the total fall, +0.22 (95% −0.04 to +0.53), against Porian et al.'s 0.34 (RefinedWeb)" in t
     assert "3 of 4 steps lower a, none with an interval excluding 0" in t
+    assert "The largest move on our runs is step 4's (+ tuning), −0.14 (95% −0.42 to +0.16); Porian et al.'s " \
+           "largest is step 1's (+ head: RefinedWeb −0.13, OpenWebText2 −0.17): a different change, though our " \
+           "step's interval includes 0." in t
 
 
 def test_ladder_counts_resolved_steps_and_missing_fits():
@@ -85,6 +89,10 @@ def test_ladder_counts_resolved_steps_and_missing_fits():
     steps = s["ladder"]["steps"]
     steps[4]["delta"]["ci"] = [-0.3, -0.05]                 # step 4's fall now excludes 0
     assert "3 of 4 steps lower a, 1 with an interval excluding 0" in text("02_kaplan_vs_hoffmann", s)
+    top = s["ladder"]["largest_shift"]                      # our largest move now step 1's, as Porian et al.'s
+    top.update(step=1, delta=-0.2, ci=[-0.3, -0.1], excludes_zero=True, agrees=True)
+    assert "The largest move on our runs is step 1's (+ head), −0.20 (95% −0.30 to −0.10)" in \
+        text("02_kaplan_vs_hoffmann", s) and ": the same change. " in text("02_kaplan_vs_hoffmann", s)
     for st in steps[1:4]:                                  # steps 1-3 without a fit: the ends remain
         st["a"], st["delta"] = None, None
     steps[4]["delta"] = None
