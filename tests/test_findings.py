@@ -76,10 +76,10 @@ def test_kaplan_vs_hoffmann_known_answers():
     # against Porian et al.'s 0.835 − 0.497 on RefinedWeb; Δa −0.082, −0.030, +0.030, −0.142, every interval
     # across 0; the largest, step 4's, against Porian et al.'s step 1 (−0.129 RW, −0.165 OWT2)
     assert "a goes from 0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) through 0.46, 0.43 and 0.46 to 0.32 " \
-           "(95% 0.04–0.60) at step 4 (+ tuning)" in t
+           "(95% 0.04–0.60) at step 4 (+ per-size lr, batch, β2 by rule)" in t
     assert "the total fall, +0.22 (95% −0.04 to +0.53), against Porian et al.'s 0.34 (RefinedWeb)" in t
     assert "3 of 4 steps lower a, none with an interval excluding 0" in t
-    assert "The largest move on our runs is step 4's (+ tuning), −0.14 (95% −0.42 to +0.16); Porian et al.'s " \
+    assert "The largest move on our runs is step 4's (+ per-size lr, batch, β2 by rule), −0.14 (95% −0.42 to +0.16); Porian et al.'s " \
            "largest is step 1's (+ head: RefinedWeb −0.13, OpenWebText2 −0.17): a different change, though our " \
            "step's interval includes 0." in t
 
@@ -99,7 +99,7 @@ def test_ladder_counts_resolved_steps_and_missing_fits():
     s["ladder"]["total"].update(a_first_minus_last=None, ci=None)
     t = text("02_kaplan_vs_hoffmann", s)
     assert "0.54 (95% 0.39–0.80) at step 0 (Kaplan's setup) to 0.32" in t and "total fall" not in t
-    assert "(+ tuning). The two-preset" in t and "steps lower a" not in t
+    assert "(+ per-size lr, batch, β2 by rule). The two-preset" in t and "steps lower a" not in t
 
 
 def test_inverse_scaling_known_answers():
@@ -163,7 +163,7 @@ def test_extrapolation_verdict_follows_the_new_run_coverage():
 def test_extrapolation_names_the_form_that_extrapolates_best():
     t = text("04_extrapolation")
     assert "kaplan extrapolates best (held-out RMSLE kaplan 0.081, chinchilla 0.110, gadre 0.117)" in t
-    assert "cannot tell it from chinchilla (paired bootstrap of the RMSLE difference (95% −0.003 to +0.059))" in t
+    assert "cannot tell it from chinchilla (RMSLE difference, paired bootstrap 95% −0.003 to +0.059)" in t
     s = copy.deepcopy(FIXTURE["04_extrapolation"])
     s["which_law"]["laws"][0]["vs_best"]["ci"] = [0.004, 0.059]   # an interval above 0: the data tell them apart
     assert "ahead of chinchilla" in text("04_extrapolation", s)

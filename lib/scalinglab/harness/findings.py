@@ -278,6 +278,9 @@ PORIAN_STEPS = (
     ("tuned_constant_lr", "+ tuning"),
 )
 PORIAN_DATASETS = {"rw": "RefinedWeb", "owt2": "OpenWebText2"}
+# Our ladder's steps where they differ from Porian et al.'s: our step 4 sets lr, batch and β2 per size by a rule
+# from a small probe and keeps the cosine, where theirs tunes by search with a constant learning rate.
+OUR_LADDER_STEPS = {**dict(PORIAN_STEPS), "tuned_constant_lr": "+ per-size lr, batch, β2 by rule"}
 SWEEP_ESTIMATORS = (("spline", "spline optima"), ("parabola", "parabolas"), ("envelope", "Approach 1"),
                     ("seeds", "seed bootstrap"), ("seeds_scatter", "seeds + scatter, GLS"))
 
@@ -373,7 +376,7 @@ def _ladder_text(s: _Summary) -> str:
             if None not in st["delta"]["ci"] and not st["delta"]["ci"][0] <= 0 <= st["delta"]["ci"][1]]
     tot = lad("total")
     sgn = lambda v: dec(v, 2, sign=True)  # noqa: E731
-    label = dict(PORIAN_STEPS)
+    label, theirs_label = OUR_LADDER_STEPS, dict(PORIAN_STEPS)
     middle = [dec(st["a"]["a"], 2) for st in fitted[1:-1]]
     text = ("Porian et al.'s ladder on our CPU runs (block bootstrap over shapes): a goes from "
             f"{dec(first['a']['a'], 2)} {interval(first['a']['ci'], lambda v: dec(v, 2))} at step {first['step']} "
@@ -392,9 +395,10 @@ def _ladder_text(s: _Summary) -> str:
     top = lad.data.get("largest_shift")
     if top and top.get("step") is not None:
         labels = {st["step"]: label[st["porian_step"]] for st in steps}
+        their_labels = {st["step"]: theirs_label[st["porian_step"]] for st in steps}
         theirs = top["porian"]
         same = len({t["step"] for t in theirs.values()}) == 1
-        their_text = (f"step {theirs['rw']['step']}'s ({labels[theirs['rw']['step']]}: "
+        their_text = (f"step {theirs['rw']['step']}'s ({their_labels[theirs['rw']['step']]}: "
                       + ", ".join(f"{name} {sgn(theirs[ds]['delta'])}" for ds, name in PORIAN_DATASETS.items())
                       + ")" if same else
                       ", ".join(f"step {theirs[ds]['step']}'s on {name} ({sgn(theirs[ds]['delta'])})"
@@ -426,8 +430,9 @@ def _sweeps_finding(s: _Summary) -> Finding:
     return Finding(
         ladder + "The two-preset CPU sweeps: a_kaplan − a_hoffmann = "
         f"{dec(spline('difference'), 2, sign=True)} {interval(spline('ci'), lambda v: dec(v, 2, sign=True))} with "
-        f"spline optima, {_span([v for _, v in available], lambda v: dec(v, 2, sign=True))} over {len(available)} "
-        "analyses, "
+        "spline optima (an interval that treats the budget optima as independent, which the Kaplan preset's "
+        f"shared runs are not), {_span([v for _, v in available], lambda v: dec(v, 2, sign=True))} over "
+        f"{len(available)} analyses, "
         f"against Porian et al.'s gap for the same steps ({_span(porian_gap, lambda v: dec(v, 2))}).")
 
 
@@ -758,7 +763,8 @@ def _which_law(s: _Summary) -> str:
     best, second = ranking[0], ranking[1]
     ci = rows[second]["vs_best"]["ci"]
     rmsle = ", ".join(f"{k} {dec(rows[k]['split_rmsle'], 3)}" for k in ranking)
-    paired = f"paired bootstrap of the RMSLE difference {interval(ci, lambda v: dec(v, 3, sign=True))}"
+    paired = ("RMSLE difference, paired bootstrap "
+              + interval(ci, lambda v: dec(v, 3, sign=True))[1:-1])   # '95% a to b', without a second bracket
     verdict = (f"but the {rows[best]['split_n']} held-out runs cannot tell it from {second} ({paired})"
                if ci[0] <= 0 else f"ahead of {second} ({paired})")
     return (f" Of {len(ranking)} registered forms fitted to the same RedPajama runs, {best} extrapolates best "
