@@ -52,14 +52,29 @@ def test_bootstrap_and_drop_highest_appear_in_json(runs_csv, capsys):
     assert lo <= out["alpha"] <= hi and set(bs["se"]) >= {"E", "A", "B", "alpha", "beta", "a", "b"}
 
 
-def test_json_is_strict_when_an_se_is_undefined(runs_csv, capsys):
-    # One replicate has no standard deviation: it must print as null, not as NaN (which is not JSON).
-    assert main(["fit", str(runs_csv), "--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss",
-                 "--bootstrap", "1", "--json"]) == 0
+def test_json_is_strict_when_an_se_is_undefined():
+    # One replicate has no standard deviation: it must serialise as null, not as NaN (which is not JSON).
+    # (The CLI refuses --bootstrap 1, below; the library still allows it.)
+    from scalinglab.fitting import approach3 as F
+    from scalinglab.serialization import dumps
+
+    rng = np.random.default_rng(0)
+    N, D = 10 ** rng.uniform(7, 10, 40), 10 ** rng.uniform(9, 11.5, 40)
+    res = F.fit_arrays(N, D, TRUE.loss(N, D), n_boot=1)
     def no_constants(name):
         raise ValueError(f"non-JSON constant {name}")
-    out = json.loads(capsys.readouterr().out, parse_constant=no_constants)
+    out = json.loads(dumps(res.to_dict()), parse_constant=no_constants)
     assert out["bootstrap"]["se"]["alpha"] is None and isinstance(out["bootstrap"]["ci"]["alpha"][0], float)
+
+
+@pytest.mark.parametrize("command", ["fit", "isoflop", "envelope", "compare", "design"])
+def test_one_resample_is_refused_as_no_interval(runs_csv, capsys, command):
+    """One resample has no spread: its '95% interval' would be a point (envelope printed [0.906, 0.906]
+    beside a = 0.588). Every command that takes --bootstrap refuses 1 before reading the table."""
+    extra = {"compare": [str(runs_csv)], "design": ["--target", "1e22", "--budget-left", "1e22"]}.get(command, [])
+    assert main([command, str(runs_csv), *extra, "--bootstrap", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--bootstrap 1: one resample gives no interval" in err and err.count("\n") == 1
 
 
 def test_header_names_are_stripped_like_the_cells(runs_csv, capsys):
@@ -451,3 +466,14 @@ def test_blank_group_labels_are_an_error_not_a_group(models_csv, tmp_path, capsy
                  "--bootstrap-by", "model"]) == 2
     err = capsys.readouterr().err
     assert "column 'model' is blank in 1 row(s) (first: line 6)" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("law", [[], ["--law", "kaplan"]])
+def test_predicting_a_header_only_table_is_one_line(runs_csv, tmp_path, capsys, law):
+    """A --predict table with a header and no rows was a TypeError traceback (no --where to name)."""
+    empty = tmp_path / "new_runs.csv"
+    empty.write_text("params,tokens,flops,final_loss\n")
+    cols = ["--n-col", "params", "--d-col", "tokens", "--loss-col", "final_loss"]
+    assert main(["fit", str(runs_csv), *cols, *law, "--predict", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty}: the table has no rows (a header only)" in err and err.count("\n") == 1

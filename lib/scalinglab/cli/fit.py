@@ -181,7 +181,7 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling
+    from scalinglab.cli.tables import check_level, check_resampling, no_rows
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.serialization import dumps
@@ -239,7 +239,7 @@ def _run(args) -> int:
             else:
                 rows = np.flatnonzero(H.where(table, args.where))
                 if not rows.size:
-                    raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+                    raise UserError(no_rows(args.where))
                 N, D, L, names = H.runs_at(table, rows, **cols)
                 keep = F.keep_below_highest(L, args.drop_highest)
                 N, D, L = N[keep], D[keep], L[keep]
@@ -256,7 +256,7 @@ def _run(args) -> int:
             other = _read_csv(args.predict)
             rows = np.flatnonzero(H.where(other, args.where))
             if not rows.size:
-                raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+                raise UserError(no_rows(args.where))
             check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows,
                               sigma=residual_sd(res, N, D, L))
         except UserError as exc:

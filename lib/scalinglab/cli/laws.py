@@ -97,7 +97,7 @@ def run_fit(args, source, read_csv) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling
+    from scalinglab.cli.tables import check_level, check_resampling, no_rows
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
     from scalinglab.fitting import laws as Lw
@@ -128,7 +128,7 @@ def run_fit(args, source, read_csv) -> int:
         Lw.base.check_fixed(law, fixed)
         keep = H.where(table, args.where)
         if not keep.any():
-            raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+            raise UserError(no_rows(args.where))
         held = H.any_of(table, args.holdout) & keep if args.holdout else np.zeros_like(keep)
         if args.holdout and not held.any():
             raise UserError(f"{' or '.join(map(repr, args.holdout))} holds out none of the selected rows")
@@ -144,7 +144,7 @@ def run_fit(args, source, read_csv) -> int:
             other = read_csv(args.predict)
             rows = np.flatnonzero(H.where(other, args.where))
             if not rows.size:
-                raise UserError(f"{' and '.join(map(repr, args.where))} matches none of the rows")
+                raise UserError(no_rows(args.where))
             predictions = predict_rows(res, other, rows, cols)
             what = f"predicted from {args.predict}"
         except UserError as exc:

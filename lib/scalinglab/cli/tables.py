@@ -19,9 +19,17 @@ def check_resampling(args) -> None:
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, not {args.bootstrap}")
+    if args.bootstrap == 1:   # one resample has no spread: its "interval" would be a point
+        raise UserError("--bootstrap 1: one resample gives no interval; use 0 (none) or at least 2 (1000 is usual)")
     check_resample_count(args.bootstrap)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
+
+
+def no_rows(where) -> str:
+    """What to say when a table has no rows to use: the --where conditions match none, or it has none."""
+    return (f"{' and '.join(map(repr, where))} matches none of the rows" if where
+            else "the table has no rows (a header only)")
 
 
 def check_level(level: float) -> None:
