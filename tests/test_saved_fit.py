@@ -155,6 +155,9 @@ def _rewrite(src, dst, change):
     ("mistyped", "corrupt scalinglab fit file"),
     ("missing", "missing field"),
     ("other_format", "not a scalinglab fit file"),
+    # edited law parameters: allocate printed a loss of -99.9 for E = -100, a complex-number traceback for alpha < 0
+    ("negative_e", "law E = -100 is negative"),
+    ("negative_alpha", "law alpha = -1 is negative"),
 ])
 def test_a_bad_fit_file_is_one_line(fitted, tmp_path, capsys, case, message):
     import pickle
@@ -176,7 +179,9 @@ def test_a_bad_fit_file_is_one_line(fitted, tmp_path, capsys, case, message):
                   "tampered": lambda o: o["data"]["loss"].__setitem__(0, 9.0),
                   "mistyped": lambda o: o["law"].update(alpha="0.3"),
                   "missing": lambda o: o.pop("options"),
-                  "other_format": lambda o: o.update(format="pickle")}[case]
+                  "other_format": lambda o: o.update(format="pickle"),
+                  "negative_e": lambda o: o["law"].update(E=-100.0),
+                  "negative_alpha": lambda o: o["law"].update(alpha=-1.0)}[case]
         _rewrite(good, bad, change)
     assert main(["allocate", str(bad), "--compute", "1e19"]) == 2
     err = capsys.readouterr().err
@@ -216,3 +221,17 @@ def test_save_to_a_missing_folder_is_refused_before_the_fit(runs_csv, tmp_path, 
     assert main(["fit", str(runs_csv), "--save", str(tmp_path / "nowhere" / "fit.slfit")]) == 2
     err = capsys.readouterr().err
     assert "no folder" in err and err.count("\n") == 1
+
+
+def test_allocate_from_a_fit_at_a_bound_is_exit_3_not_an_overflow(tmp_path, capsys):
+    """Every loss equal: the fit ends with alpha and beta at a bound, and `fit --compute` says no allocation
+    (exit 3). `allocate` on the same fit, saved, computed the allocation first and died in an OverflowError."""
+    N, D, _ = simulate(20, 3)
+    flat = tmp_path / "flat.csv"
+    flat.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},4.5\n" for n, d in zip(N, D)))
+    out = tmp_path / "flat.slfit"
+    assert main(["fit", str(flat), "--bootstrap", "20", "--save", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["allocate", str(out), "--compute", "1e12"]) == 3
+    text = capsys.readouterr().out
+    assert "compute-optimal allocation: none, the fit cannot support one (fit status at_bound" in text

@@ -274,10 +274,7 @@ def _run(args) -> int:
             from dataclasses import replace
 
             check = replace(check, heldout=predictions)
-    allocation = forecast.allocations(res, args.compute, N, D, L) if args.compute else None
-    unusable = _allocation_problem(res, allocation) if allocation else None
-    if unusable:
-        allocation = None
+    allocation, unusable = allocations_or_problem(res, args.compute, N, D, L) if args.compute else (None, None)
     if args.plot:
         from scalinglab.fitting.plot import save_fit_figure
 
@@ -327,6 +324,23 @@ def _run(args) -> int:
             print()
             print(f"fit saved to {args.save}")
     return UNUSABLE if unusable else 0
+
+
+def allocations_or_problem(res, compute, N, D, L) -> tuple[list | None, str | None]:
+    """(``forecast.allocations`` at each budget, None) when the fit supports an allocation, else (None, why).
+    The fit's status is checked before the allocation is computed: a law at a bound (all losses equal, say)
+    can overflow on the way to an N_opt."""
+    from scalinglab.fitting import forecast
+
+    problem = _allocation_problem(res, ())
+    if problem:
+        return None, problem
+    try:
+        rows = forecast.allocations(res, compute, N, D, L)
+    except (OverflowError, ZeroDivisionError) as exc:   # Python floats overflow where numpy gives inf
+        return None, f"the law gives no finite allocation ({exc})"
+    problem = _allocation_problem(res, rows)
+    return (None, problem) if problem else (rows, None)
 
 
 def _allocation_problem(res, allocation) -> str | None:

@@ -45,15 +45,14 @@ def _load(path: str):
 
 
 def _allocate(args) -> int:
-    from scalinglab.cli.fit import UNUSABLE, _allocation_problem
+    from scalinglab.cli.fit import UNUSABLE, allocations_or_problem
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import forecast
     from scalinglab.serialization import dumps
 
     F.check_budgets(args.compute)
     s = _load(args.fit)
-    rows = forecast.allocations(s.result, args.compute, s.N, s.D, s.L)
-    unusable = _allocation_problem(s.result, rows)
+    rows, unusable = allocations_or_problem(s.result, args.compute, s.N, s.D, s.L)
     if args.json:
         out = {"fit": args.fit, "source": s.source, "data_sha256": s.data_hash,
                "compute_optimal": None if unusable else rows}

@@ -23,13 +23,13 @@ class ScalingLaw:
 
     @property
     def a(self) -> float:
-        """N_opt ∝ C^a."""
-        return self.beta / (self.alpha + self.beta)
+        """N_opt ∝ C^a (NaN when both exponents are 0: a fit at its bound has no allocation)."""
+        return _share(self.beta, self.alpha)
 
     @property
     def b(self) -> float:
-        """D_opt ∝ C^b."""
-        return self.alpha / (self.alpha + self.beta)
+        """D_opt ∝ C^b (NaN when both exponents are 0)."""
+        return _share(self.alpha, self.beta)
 
     @property
     def theta(self) -> np.ndarray:
@@ -67,3 +67,9 @@ def to_params(theta: np.ndarray) -> np.ndarray:
     out[..., :3] = np.exp(out[..., :3])
     return out
 
+
+def _share(x, other):
+    """x/(x + other): a float for floats, an array for arrays; NaN (no warning) where both are 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.divide(x, np.add(x, other))
+    return float(r) if np.ndim(r) == 0 else r

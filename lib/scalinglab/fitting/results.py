@@ -59,10 +59,11 @@ class Bootstrap(ReplicateSpread):
         if name in PARAMS:
             return self.samples[:, PARAMS.index(name)]
         al, be = self.column("alpha"), self.column("beta")
-        if name == "a":
-            return be / (al + be)
-        if name == "b":
-            return al / (al + be)
+        with np.errstate(invalid="ignore"):   # both exponents 0 (a replicate at its bound): NaN, said elsewhere
+            if name == "a":
+                return be / (al + be)
+            if name == "b":
+                return al / (al + be)
         raise KeyError(name)
 
     @property

@@ -191,6 +191,15 @@ def _array(x, name: str, shape_tail: tuple[int, ...] = (), positive: bool = Fals
     return out
 
 
+def _check_law(law: dict[str, float], what: str) -> None:
+    """A fitted law has E, A, B, alpha, beta >= 0 (the fit's bounds keep it there; exponents of 0 are a fit at
+    its bound, which `allocate` declines); a file that says otherwise was edited, and would answer with a
+    negative loss or a complex number."""
+    for k, v in law.items():
+        if v < 0:
+            raise ValueError(f"{what} {k} = {v:g} is negative; a fitted law has E, A, B, alpha, beta >= 0")
+
+
 def from_json(obj: Any) -> SavedFit:
     """A SavedFit from fit.json's object; ValueError/KeyError/TypeError on a malformed one (``load`` words it)."""
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
@@ -206,6 +215,7 @@ def from_json(obj: Any) -> SavedFit:
     if version < 1:
         raise UserError(f"a corrupt scalinglab fit file (version {version})")
     law = {k: _float(obj["law"][k], k) for k in PARAMS}
+    _check_law(law, "law")
     o = dict(obj["options"])
     known = {f.name for f in fields(FitOptions)}
     unknown = sorted(set(o) - known)
@@ -225,6 +235,8 @@ def from_json(obj: Any) -> SavedFit:
     b = obj["bootstrap"]
     if b is not None:
         samples = _array(b["samples"], "bootstrap samples", (5,))
+        for row in samples:
+            _check_law(dict(zip(PARAMS, row)), "a bootstrap sample's")
         conv = b["converged"]
         if not isinstance(conv, list) or not all(isinstance(v, bool) for v in conv):
             raise ValueError("bootstrap converged must be a list of booleans")
