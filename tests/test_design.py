@@ -69,3 +69,18 @@ def test_design_cli_scores_a_proposal_and_refuses_one_over_budget(small_runs, tm
     assert main(argv[:-1] + [str(big)]) == 2
     err = capsys.readouterr().err
     assert "over the 1e+20 left" in err and str(big) in err
+
+
+def test_no_design_from_a_fit_at_a_bound_or_for_runs_under_one_parameter(small_runs):
+    """Found by a hostile-input probe: equal losses gave a LinAlgError traceback deep in the simulation, and
+    --budget-left 1 proposed runs of 0.015 parameters on 1.4 tokens that 'shrink the interval by 30%'."""
+    from dataclasses import replace
+
+    from scalinglab.errors import UserError
+
+    N, D, L, res = small_runs
+    stuck = replace(res, status="at_bound", at_bound=("alpha", "beta"))
+    with pytest.raises(UserError, match=r"did not converge \(status at_bound: alpha, beta at a bound\)"):
+        design(stuck, N, D, L, target=1e22, budget_left=3e20, k=1, **SMALL)
+    with pytest.raises(UserError, match=r"--budget-left 1 over --k 2 leaves 0.5 FLOP per run: .* under one parameter"):
+        design(res, N, D, L, target=1e22, budget_left=1.0, k=2, **SMALL)

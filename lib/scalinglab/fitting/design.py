@@ -223,6 +223,10 @@ def design(result: FitResult, N, D, L, *, target: float, budget_left: float, k: 
     if proposal is not None:
         pN, pD = (np.asarray(x, float) for x in proposal)
         used = check_proposal(pN, pD, budget_left, proposal_source)
+    if result.status != "converged":   # the simulation draws its worlds from this fit: one at a bound is no law
+        bound = f": {', '.join(result.at_bound)} at a bound" if result.at_bound else ""
+        raise UserError(f"the fit did not converge (status {result.status}{bound}), so there is no law to simulate "
+                        "new runs from; more or more varied runs first")
     m_max = max(k, 0 if proposal is None else len(pN))
     sim = simulator(result, N, D, L, target, max_runs=m_max, n_sims=n_sims, n_resamples=n_resamples, level=level,
                     seed=seed)
@@ -232,6 +236,12 @@ def design(result: FitResult, N, D, L, *, target: float, budget_left: float, k: 
     width_now = float(now_hi - now_lo)
     domain = Domain.from_runs(N, D)
     cN, cD = candidates(result, budget_left, k)
+    if (cN < 1).any() or (cD < 1).any():   # e.g. --budget-left 1: runs of 0.01 parameters on 1.4 tokens
+        i = int(np.argmin(np.minimum(cN, cD)))
+        raise UserError(f"--budget-left {budget_left:.3g} over --k {k} leaves {budget_left / k:.3g} FLOP per run: a "
+                        f"candidate would have N {cN[i]:.3g} and D {cD[i]:.3g}, under one parameter or token (the "
+                        f"fitted runs use {float(np.min(6 * np.asarray(N, float) * np.asarray(D, float))):.3g} FLOP "
+                        "and more)")
     steps = 1 + k * len(cN) - k * (k - 1) // 2 + (proposal is not None)
     ticks = iter(F.progress_bar(range(steps), "design: designs simulated", progress))
     sim.ratio()  # today's design alone, in every world
