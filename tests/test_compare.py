@@ -79,3 +79,14 @@ def test_compare_needs_a_bootstrap(tmp_path, capsys):
     assert "needs a bootstrap" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["compare", str(p)])
+
+
+def test_a_fit_at_a_bound_is_refused_not_compared(tmp_path, capsys):
+    """Equal losses put b's exponents at their bound; compare printed N_opt inf and P(a better than b) = 1.000."""
+    N, D, L = runs(LAW_A, *grid(), seed=0)
+    a, b = tmp_path / "a.csv", tmp_path / "flat.csv"
+    a.write_text("N,D,loss\n" + "".join(f"{x:.17g},{y:.17g},{z:.17g}\n" for x, y, z in zip(N, D, L)))
+    b.write_text("N,D,loss\n" + "".join(f"{x:.17g},{y:.17g},4.5\n" for x, y in zip(N, D)))
+    assert main(["compare", str(a), str(b), "--bootstrap", "20", "--compute", "1e20"]) == 2
+    err = capsys.readouterr().err
+    assert f"{b}: the fit did not converge (status at_bound" in err and err.count("\n") == 1

@@ -126,6 +126,11 @@ def compare(a, b, *, labels=("a", "b"), budgets=(), n_boot: int = 1000, seed: in
         except UserError as exc:
             raise UserError(f"{label}: {exc}") from None
     fa, fb = fits
+    for fit, label in zip(fits, labels):   # a fit at a bound gave N_opt inf and "P(a better) = 1.000"
+        if fit.status != "converged":
+            bound = f": {', '.join(fit.at_bound)} at a bound" if fit.at_bound else ""
+            raise UserError(f"{label}: the fit did not converge (status {fit.status}{bound}), so its exponents and "
+                            "allocations are no estimates to compare")
     both = fa.bootstrap.converged & fb.bootstrap.converged
     sa = fa.bootstrap.samples[both[fa.bootstrap.converged]]
     sb = fb.bootstrap.samples[both[fb.bootstrap.converged]]
