@@ -218,3 +218,6 @@ def test_compare_laws_command(runs_csv, capsys):
     assert "leave-one-group-out by: band" in out and "; leave-one-group-out: " in out
     assert main(["compare-laws", runs_csv, "--law", "kaplan"]) == 2
     assert "at least two laws" in capsys.readouterr().err
+    for at in ("n=-1,d=5", "n=nan,d=1e9"):   # a law at a non-positive input printed nan with exit 0
+        assert main(["compare-laws", runs_csv, "--law", "kaplan", "--law", "gadre", "--at", at]) == 2
+        assert "n must be a positive finite number" in capsys.readouterr().err

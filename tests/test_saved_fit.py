@@ -235,3 +235,12 @@ def test_allocate_from_a_fit_at_a_bound_is_exit_3_not_an_overflow(tmp_path, caps
     assert main(["allocate", str(out), "--compute", "1e12"]) == 3
     text = capsys.readouterr().out
     assert "compute-optimal allocation: none, the fit cannot support one (fit status at_bound" in text
+
+
+def test_predicting_a_header_only_table_is_refused(fitted, tmp_path, capsys):
+    """It exited 0 with an empty table before."""
+    _, good, _ = fitted
+    empty = tmp_path / "none.csv"
+    empty.write_text("N,D,loss\n")
+    assert main(["predict", str(good), str(empty)]) == 2
+    assert f"{empty}: the table has no rows (a header only)" in capsys.readouterr().err

@@ -65,6 +65,8 @@ def _parse_at(text: str | None) -> dict[str, float] | None:
         except ValueError:
             raise UserError(f"--at {text!r}: expected ROLE=VALUE,... with ROLE one of n, d, u, x, loss "
                             "(e.g. n=7e9,d=1.4e11)") from None
+        if not 0 < out[role] < float("inf"):   # every law's inputs are positive: a law at n=-1 printed nan
+            raise UserError(f"--at {text!r}: {role} must be a positive finite number, not {value.strip()}")
     return out
 
 

@@ -83,6 +83,8 @@ def _predict(args) -> int:
         check_level(args.level)
     s = _load(args.fit)
     table = _read_csv(args.csv)
+    if not len(next(iter(table.values()), [])):
+        raise UserError(f"{args.csv}: the table has no rows (a header only)")
     saved_cols = s.columns
     n_col = args.n_col or saved_cols.get("n_col") or "N"
     c_col = args.c_col or (None if args.d_col else saved_cols.get("c_col"))
