@@ -83,3 +83,29 @@ def test_library_row_errors_count_from_zero_and_can_be_renamed():
     exc = RowError("column 'N' must be positive; {row} is -1 (a {brace})", 3)
     assert str(exc) == "column 'N' must be positive; row 3 is -1 (a {brace})"
     assert exc.renamed("line 5") == "column 'N' must be positive; line 5 is -1 (a {brace})"
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit", "{path}", "--law", "kaplan"],
+    ["compare-laws", "{path}", "--law", "kaplan", "--law", "chinchilla"],
+    ["compare", "{path}", "{path}", "--bootstrap", "5"],
+    ["design", "{path}", "--target", "1e22", "--budget-left", "1e22"],
+])
+def test_every_command_that_reads_runs_names_the_file_line(tmp_path, capsys, argv):
+    """The registry laws, compare-laws, compare and design said "row 3" (a 0-based count of data rows)."""
+    rows = list(FIT)
+    rows[6] = "1e9,many,2.7,b"
+    path = write(tmp_path, rows)
+    refused(capsys, [a.format(path=path) for a in argv], str(path), "holds a non-number at line 7: 'many'")
+
+
+def test_predict_names_the_file_line(tmp_path, capsys):
+    from scalinglab.cli import main
+
+    good = write(tmp_path, ["N,D,loss"] + [f"{n:g},{d:g},{2 + 400 / n ** 0.3 + 900 / d ** 0.3:.6f}"
+                                            for n in (1e7, 3e7, 1e8, 3e8) for d in (1e9, 3e9, 1e10)], "good.csv")
+    fitted = tmp_path / "f.slfit"
+    assert main(["fit", str(good), "--save", str(fitted)]) == 0
+    capsys.readouterr()
+    bad = write(tmp_path, ["N,D", "1e8,1e9", "", "2e8,oops"], "new.csv")
+    refused(capsys, ["predict", fitted, bad], str(bad), "line 4")

@@ -17,6 +17,7 @@ def read_runs(path: str, args, groups: str | None = None):
     import numpy as np
 
     from scalinglab.cli.fit import _read_csv
+    from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
 
@@ -30,7 +31,7 @@ def read_runs(path: str, args, groups: str | None = None):
                 raise UserError(f"--bootstrap-by: no column {groups!r}; the table has {', '.join(table)}")
             labels = np.asarray(table[groups])
     except UserError as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise UserError(f"{path}: {named_row(exc, table)}") from None
     return N, D, L, labels
 
 

@@ -75,7 +75,7 @@ def _run(args) -> int:
 
     from scalinglab.cli.fit import _source
     from scalinglab.cli.laws import law_columns
-    from scalinglab.cli.tables import check_level
+    from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import laws as Lw
     from scalinglab.fitting.laws.compare import compare
@@ -110,7 +110,7 @@ def _run(args) -> int:
                       objective=args.objective, n_boot=args.bootstrap, seed=args.seed, level=args.level,
                       progress=sys.stderr.isatty())
     except UserError as exc:
-        raise UserError(f"{label}: {exc}") from None
+        raise UserError(f"{label}: {named_row(exc, table)}") from None
     print(dumps({"source": label, **res.to_dict()}) if args.json else res.summary(label))
     return 0
 

@@ -34,6 +34,7 @@ def register(sub) -> None:
 def _proposal(path: str, args):
 
     from scalinglab.cli.fit import _read_csv
+    from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
 
@@ -47,7 +48,7 @@ def _proposal(path: str, args):
         F.positive_logs(N, args.n_col)
         F.positive_logs(X, col)
     except UserError as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise UserError(f"{path}: {named_row(exc, table)}") from None
     return N, X / (6 * N) if args.c_col else X
 
 

@@ -151,17 +151,6 @@ def _cells(column) -> list[str]:
     return [c or "nan" for c in cells] if "" in cells else cells
 
 
-def _named_row(exc, table) -> str:
-    """A RowError's message with its row named by the file's line when ``table`` came from a CSV, else by its
-    place in the dataset (first row = 1); any other UserError's message as it is."""
-    from scalinglab.errors import RowError
-
-    if not isinstance(exc, RowError):
-        return str(exc)
-    lines = getattr(table, "lines", None)
-    return exc.renamed(f"line {lines[exc.row]}" if lines is not None else f"row {exc.row + 1}")
-
-
 def _source(args):
     """(table, column roles, label): the CSV read by the csv module, or a registered dataset."""
     if args.csv:
@@ -181,7 +170,7 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, no_rows
+    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.serialization import dumps
@@ -246,7 +235,7 @@ def _run(args) -> int:
                 groups = None if labels is None else labels[rows][keep]
                 res = F.fit_arrays(N, D, L, opts, names=names, groups=groups, **boot)
     except UserError as exc:  # name the file or dataset the bad column or value came from, and its line
-        raise UserError(f"{label}: {_named_row(exc, table)}") from None
+        raise UserError(f"{label}: {named_row(exc, table)}") from None
     if args.predict:
         from scalinglab.fitting.forecast import residual_sd
 
@@ -260,7 +249,7 @@ def _run(args) -> int:
             check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows,
                               sigma=residual_sd(res, N, D, L))
         except UserError as exc:
-            raise UserError(f"{args.predict}: {_named_row(exc, other)}") from None
+            raise UserError(f"{args.predict}: {named_row(exc, other)}") from None
     if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
         raise UserError(f"{label}: --c-col {c_col}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
                         f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the column "

@@ -97,7 +97,7 @@ def run_fit(args, source, read_csv) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, no_rows
+    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
     from scalinglab.fitting import laws as Lw
@@ -138,8 +138,9 @@ def run_fit(args, source, read_csv) -> int:
             predictions = predict_rows(res, table, np.flatnonzero(held), cols)
             what = f"held out ({' or '.join(args.holdout)})"
     except UserError as exc:
-        raise UserError(f"{label}: {exc}") from None
+        raise UserError(f"{label}: {named_row(exc, table)}") from None
     if args.predict:
+        other = None
         try:
             other = read_csv(args.predict)
             rows = np.flatnonzero(H.where(other, args.where))
@@ -148,7 +149,7 @@ def run_fit(args, source, read_csv) -> int:
             predictions = predict_rows(res, other, rows, cols)
             what = f"predicted from {args.predict}"
         except UserError as exc:
-            raise UserError(f"{args.predict}: {exc}") from None
+            raise UserError(f"{args.predict}: {named_row(exc, other)}") from None
     if args.plot:
         from scalinglab.fitting.approach3 import keep_below_highest
         from scalinglab.fitting.plot import law_figure, save_figure

@@ -72,7 +72,7 @@ def _predict(args) -> int:
     import numpy as np
 
     from scalinglab.cli.fit import _read_csv
-    from scalinglab.cli.tables import check_level
+    from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import forecast
@@ -106,7 +106,7 @@ def _predict(args) -> int:
             actual = F._column(table, loss_col)
             F.positive_logs(actual, loss_col)
     except UserError as exc:
-        raise UserError(f"{args.csv}: {exc}") from None
+        raise UserError(f"{args.csv}: {named_row(exc, table)}") from None
     rows = forecast.prediction_rows(s.result, N, D, s.domain, s.residual_sd, args.level, actual)
     bs = s.result.bootstrap
     level = args.level if args.level is not None else (bs.level if bs is not None else 0.95)

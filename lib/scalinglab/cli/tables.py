@@ -32,6 +32,17 @@ def no_rows(where) -> str:
             else "the table has no rows (a header only)")
 
 
+def named_row(exc, table) -> str:
+    """A RowError's message with its row named by the file's line when ``table`` came from a CSV, else by its
+    place in the dataset (first row = 1); any other UserError's message as it is."""
+    from scalinglab.errors import RowError
+
+    if not isinstance(exc, RowError):
+        return str(exc)
+    lines = getattr(table, "lines", None)
+    return exc.renamed(f"line {lines[exc.row]}" if lines is not None else f"row {exc.row + 1}")
+
+
 def check_level(level: float) -> None:
     """--level, as every command with intervals takes it: strictly between 0 and 1."""
     from scalinglab.errors import UserError

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import holdout as H
 from scalinglab.fitting.laws.base import Law, LawFit, fit_law
 from scalinglab.serialization import to_jsonable
@@ -50,11 +50,11 @@ def _values(table, col: str | None, rows: np.ndarray, what: str, positive: bool)
         try:
             v = float(cells[i])
         except (TypeError, ValueError):
-            raise UserError(f"column {col!r} holds a non-number at row {i}: {cells[i]!r}") from None
+            raise RowError(f"column {col!r} holds a non-number at {{row}}: {cells[i]!r}", i) from None
         if not np.isfinite(v):
-            raise UserError(f"column {col!r} has a missing or non-finite value at row {i}")
+            raise RowError(f"column {col!r} has a missing or non-finite value at {{row}}", i)
         if positive and v <= 0:
-            raise UserError(f"column {col!r} must be positive; row {i} is {v:g}")
+            raise RowError(f"column {col!r} must be positive; {{row}} is {v:g}", i)
         out[k] = v
     return out
 
@@ -75,8 +75,8 @@ def inputs_at(law: Law, table, rows, cols: Columns) -> tuple[dict[str, np.ndarra
     y = _values(table, target, rows, "the target", law.target == "loss")
     bad = np.flatnonzero(((y <= 0) | (y >= 1)) if law.space == "logit" else np.zeros(len(y), bool))
     if bad.size:
-        raise UserError(f"column {target!r} must lie strictly between 0 and 1 for law {law.name} (its logit is "
-                        f"fitted); row {rows[bad[0]]} is {y[bad[0]]:g}")
+        raise RowError(f"column {target!r} must lie strictly between 0 and 1 for law {law.name} (its logit is "
+                       f"fitted); {{row}} is {y[bad[0]]:g}", int(rows[bad[0]]))
     return inputs, y
 
 
