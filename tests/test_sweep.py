@@ -441,8 +441,9 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
 def test_report_needs_budgets_and_a_real_database(tmp_path, capsys):
     db = tmp_path / "empty.db"
     sweep.connect(db).close()
-    rep = sweep.report(db)
-    assert rep["planned"] == 0 and rep["exponent"]["a"] is None and "budget" in rep["exponent"]["reason"]
+    # the schema but no sweep planned in it: one line, not "None/None: 0/0 runs finished"
+    assert main(["sweep-report", "--db", str(db)]) == 2
+    assert "no sweep in this database" in capsys.readouterr().err
     assert main(["sweep-report", "--db", str(tmp_path / "nope.db")]) == 2
     assert "no such sweep database" in capsys.readouterr().err
     bad = tmp_path / "bad.db"
@@ -487,8 +488,13 @@ def test_negative_max_runs_is_a_user_error(tmp_path):
 
 
 def test_planning_and_reports_do_not_import_torch(tmp_path):
-    db = tmp_path / "empty.db"
-    sweep.connect(db).close()
+    from scalinglab.training.sweep import store
+
+    db = tmp_path / "planned.db"   # a sweep planned, nothing trained
+    con = store.connect(db)
+    prof = sweep.get_profile("smoke")
+    store.register_plan(con, "hoffmann", prof, sweep.plan("hoffmann", prof, 512), 512)
+    con.close()
     code = ("import sys; from scalinglab.training import sweep; sweep.plan('hoffmann', 'cpu', 1024); "
             "sweep.cost('kaplan', 'cpu', 1024); sweep.report(sys.argv[1]); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)

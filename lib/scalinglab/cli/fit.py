@@ -249,7 +249,8 @@ def _run(args) -> int:
             check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows,
                               sigma=residual_sd(res, N, D, L))
         except UserError as exc:
-            raise UserError(f"{args.predict}: {named_row(exc, other)}") from None
+            raise UserError(named_row(exc, other) if other is None  # the reader names the file itself
+                            else f"{args.predict}: {named_row(exc, other)}") from None
     if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
         raise UserError(f"{label}: --c-col {c_col}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
                         f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the column "

@@ -149,7 +149,8 @@ def run_fit(args, source, read_csv) -> int:
             predictions = predict_rows(res, other, rows, cols)
             what = f"predicted from {args.predict}"
         except UserError as exc:
-            raise UserError(f"{args.predict}: {named_row(exc, other)}") from None
+            raise UserError(named_row(exc, other) if other is None  # the reader names the file itself
+                            else f"{args.predict}: {named_row(exc, other)}") from None
     if args.plot:
         from scalinglab.fitting.approach3 import keep_below_highest
         from scalinglab.fitting.plot import law_figure, save_figure

@@ -325,6 +325,9 @@ def report(db_path: Path | str) -> SweepReport:
         raise UserError(f"{db_path}: not a sweep database ({exc})") from None
     finally:
         con.close()
+    if not meta.get("preset"):   # the tables, but no sweep was ever planned in them: "None/None: 0/0 runs" before
+        raise UserError(f"{db_path}: no sweep in this database (its sweep table is empty); "
+                        "`scalinglab sweep --db` plans one")
     return SweepReport(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
                 **_throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
