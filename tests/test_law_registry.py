@@ -221,3 +221,18 @@ def test_compare_laws_command(runs_csv, capsys):
     for at in ("n=-1,d=5", "n=nan,d=1e9"):   # a law at a non-positive input printed nan with exit 0
         assert main(["compare-laws", runs_csv, "--law", "kaplan", "--law", "gadre", "--at", at]) == 2
         assert "n must be a positive finite number" in capsys.readouterr().err
+
+
+def test_a_term_the_runs_cannot_see_is_reported_not_identified():
+    """Equal losses under the saturating law: the fit puts A·x^−α at ~1e-10 of the loss, and A and α could be
+    anything. It said 'converged' with A = 0.347, α = 2.27; now it names them. Noisy runs from the law itself
+    stay converged (the term moves every prediction)."""
+    law = Lw.get("saturating")
+    x = np.logspace(4, 6, 30)
+    flat = Lw.fit_law(law, {"x": x}, np.full(30, 4.5))
+    assert flat.status == "unidentified" and set(flat.unidentified) == {"A", "alpha"}
+    assert "not identified" in flat.summary() and flat.to_dict()["unidentified"] == ["A", "alpha"]
+    truth = {"E": 2.0, "A": 50.0, "alpha": 0.3}
+    y = law.predict({"x": x}, truth) * np.exp(np.random.default_rng(0).normal(0, 0.003, 30))
+    fit = Lw.fit_law(law, {"x": x}, y)
+    assert fit.status == "converged" and fit.unidentified == ()

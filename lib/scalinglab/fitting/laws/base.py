@@ -149,6 +149,7 @@ class LawBootstrap(ReplicateSpread):
 @dataclass(frozen=True)
 class LawFit:
     """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
+    unidentified (parameters that barely move the fit, named in ``unidentified``: the runs cannot pin them),
     max_iter or failed; ``objective`` is the fit's loss in its residual space (``law.space``)."""
 
     law: Law
@@ -163,6 +164,7 @@ class LawFit:
     at_bound: tuple[str, ...] = ()
     fixed: dict[str, float] = field(default_factory=dict)
     bootstrap: LawBootstrap | None = None
+    unidentified: tuple[str, ...] = ()
 
     @property
     def free(self) -> tuple[str, ...]:
@@ -196,6 +198,7 @@ class LawFit:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"law": self.law.name, "formula": self.law.formula, "citation": self.law.citation,
                                "params": dict(self.params), "status": self.status, "at_bound": list(self.at_bound),
+                               "unidentified": list(self.unidentified),
                                "objective": self.objective, "objective_kind": self.objective_kind,
                                "residual_space": self.law.space, "n_rows": self.n_rows, "n_starts": self.n_starts,
                                "fixed": dict(self.fixed), "n_free": len(self.free)}
@@ -222,6 +225,8 @@ class LawFit:
             lines.append("constraints: " + ", ".join(f"{k} fixed at {v:g}" for k, v in self.fixed.items())
                          + f"; {len(self.free)} free parameters")
         lines.append(f"status: {self.status}" + (f" ({', '.join(self.at_bound)} at a bound)" if self.at_bound else "")
+                     + (f" ({', '.join(self.unidentified)} not identified: moving them barely changes the fit)"
+                        if self.unidentified else "")
                      + f"; objective {self.objective:.6g}")
         ic = self.information_criteria()
         if ic:
@@ -388,6 +393,24 @@ def _at_bound(prob: _Problem, z) -> tuple[str, ...]:
     return tuple(p.name for p, b in zip(prob.free, near) if b and not _natural(p, z[prob.free.index(p)], prob))
 
 
+def _unidentified(prob: _Problem, z) -> tuple[str, ...]:
+    """Free parameters whose residual sensitivity (a central-difference Jacobian column, in the solver's
+    coordinates) is under 1e-6 of the largest: moving them changes no prediction the runs can see. Equal losses
+    under a saturating law left A·x^−α at 1e-10 of the loss and called A and α "converged"; on real runs every
+    column of the registry's laws is within a few decades of the largest."""
+    J = np.empty((len(prob.y), len(z)))
+    for k in range(len(z)):
+        h = 1e-6 * (1 + abs(z[k]))
+        up, down = z.copy(), z.copy()
+        up[k] += h
+        down[k] -= h
+        J[:, k] = (prob.residuals(up) - prob.residuals(down)) / (2 * h)
+    norms = np.linalg.norm(J, axis=0)
+    if not np.all(np.isfinite(norms)) or norms.max() <= 0:
+        return ()
+    return tuple(p.name for p, n in zip(prob.free, norms) if n < 1e-6 * norms.max())
+
+
 def _natural(p: Param, z: float, prob: _Problem) -> bool:
     """A lower bound of 0 on a non-log parameter (E = 0, an exponent of 0) is a natural floor, not artificial."""
     return (not p.log) and p.lower == 0 and abs(z - p.lower) < 1e-6 * (p.upper - p.lower)
@@ -419,9 +442,10 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, *, fixed: Mapping[str, float
         nan = {k: fixed.get(k, float("nan")) for k in law.names}
         return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed)
     bound = _at_bound(prob, z)
-    status = "at_bound" if bound else ("converged" if ok else "max_iter")
+    loose = _unidentified(prob, z)
+    status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "max_iter")
     fit = LawFit(law, prob.params(z), status, obj, kind, delta, len(y), len(starts), rss=rss, at_bound=bound,
-                 fixed=fixed)
+                 fixed=fixed, unidentified=loose)
     if n_boot:
         fit = _with_bootstrap(fit, prob, starts, kind, delta, n_boot, seed, level, groups, unit, progress)
     return fit
