@@ -170,7 +170,7 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows
+    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows, predict_from
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.serialization import dumps
@@ -240,17 +240,9 @@ def _run(args) -> int:
         from scalinglab.fitting.forecast import residual_sd
 
         check_label = args.predict
-        other = None
-        try:
-            other = _read_csv(args.predict)
-            rows = np.flatnonzero(H.where(other, args.where))
-            if not rows.size:
-                raise UserError(no_rows(args.where))
-            check = H.predict(res, *H.runs_at(other, rows, **cols)[:3], rows=rows,
-                              sigma=residual_sd(res, N, D, L))
-        except UserError as exc:
-            raise UserError(named_row(exc, other) if other is None  # the reader names the file itself
-                            else f"{args.predict}: {named_row(exc, other)}") from None
+        sigma = residual_sd(res, N, D, L)
+        check = predict_from(args.predict, args.where, _read_csv, lambda other, rows: H.predict(
+            res, *H.runs_at(other, rows, **cols)[:3], rows=rows, sigma=sigma))
     if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
         raise UserError(f"{label}: --c-col {c_col}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
                         f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the column "

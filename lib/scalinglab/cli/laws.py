@@ -97,7 +97,7 @@ def run_fit(args, source, read_csv) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows
+    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows, predict_from
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
     from scalinglab.fitting import laws as Lw
@@ -140,17 +140,9 @@ def run_fit(args, source, read_csv) -> int:
     except UserError as exc:
         raise UserError(f"{label}: {named_row(exc, table)}") from None
     if args.predict:
-        other = None
-        try:
-            other = read_csv(args.predict)
-            rows = np.flatnonzero(H.where(other, args.where))
-            if not rows.size:
-                raise UserError(no_rows(args.where))
-            predictions = predict_rows(res, other, rows, cols)
-            what = f"predicted from {args.predict}"
-        except UserError as exc:
-            raise UserError(named_row(exc, other) if other is None  # the reader names the file itself
-                            else f"{args.predict}: {named_row(exc, other)}") from None
+        predictions = predict_from(args.predict, args.where, read_csv,
+                                   lambda other, rows: predict_rows(res, other, rows, cols))
+        what = f"predicted from {args.predict}"
     if args.plot:
         from scalinglab.fitting.approach3 import keep_below_highest
         from scalinglab.fitting.plot import law_figure, save_figure

@@ -43,6 +43,26 @@ def named_row(exc, table) -> str:
     return exc.renamed(f"line {lines[exc.row]}" if lines is not None else f"row {exc.row + 1}")
 
 
+def predict_from(path: str, where, read, predict):
+    """``predict(table, rows)`` for the --predict table at ``path`` (read with ``read``) and its ``where`` rows;
+    a bad file, selection or cell is one UserError naming the file, and the cell by its line."""
+    import numpy as np
+
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.conditions import where as rows_where
+
+    table = None
+    try:
+        table = read(path)
+        rows = np.flatnonzero(rows_where(table, where))
+        if not rows.size:
+            raise UserError(no_rows(where))
+        return predict(table, rows)
+    except UserError as exc:
+        raise UserError(named_row(exc, table) if table is None  # the reader names the file itself
+                        else f"{path}: {named_row(exc, table)}") from None
+
+
 def check_level(level: float) -> None:
     """--level, as every command with intervals takes it: strictly between 0 and 1."""
     from scalinglab.errors import UserError
