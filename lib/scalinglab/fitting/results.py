@@ -19,8 +19,9 @@ NEGLIGIBLE_TERM = 1e-6
 
 
 class ReplicateSpread:
-    """Standard errors and percentile intervals of replicate fits, for any result holding ``samples``, ``names``,
-    ``column(name)``, ``constant`` and ``level`` (this module's Bootstrap and the law registry's LawBootstrap)."""
+    """Standard errors, percentile intervals and a summary table's header of replicate fits, for any result
+    holding ``samples``, ``names``, ``column(name)``, ``constant``, ``level``, ``n_boot``, ``unit`` and ``n_units``
+    (this module's Bootstrap and the law registry's LawBootstrap)."""
 
     @property
     def se(self) -> dict[str, float]:
@@ -37,6 +38,13 @@ class ReplicateSpread:
             return {k: (float("nan"), float("nan")) for k in self.names}
         q = [(1 - self.level) / 2 * 100, (1 + self.level) / 2 * 100]
         return {k: tuple(float(v) for v in np.percentile(self.column(k), q)) for k in self.names}
+
+    def table_head(self) -> str:
+        """The SE and interval columns' header in a summary table, with the replicates counted and, for a
+        cluster bootstrap, what it resampled."""
+        unit = "" if self.unit == "runs" else f" of {self.unit}, {self.n_units} groups"
+        return (f"{'SE':>12}   {round(self.level * 100):d}% interval ({len(self.samples)} of {self.n_boot} "
+                f"resamples{unit})")
 
 
 @dataclass(frozen=True)
@@ -186,11 +194,7 @@ class FitResult(ScalingLaw):
             lines.append(f"bootstrap: all {bs.n_boot} replicates failed (no convergence, or an artificial bound): "
                          "no standard errors or intervals")
         lines.append("")
-        head = f"{'':<7}{'estimate':>12}"
-        if bs:
-            unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
-            head += (f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} "
-                     f"resamples{unit})")
+        head = f"{'':<7}{'estimate':>12}" + (bs.table_head() if bs else "")
         lines.append(head)
         values = {**self.params(), "a": self.a, "b": self.b}
         # Why a row has no spread: it was given, or follows from the constraints.

@@ -235,11 +235,7 @@ class LawFit:
         if bs and not len(bs.samples):
             lines.append(f"bootstrap: all {bs.n_boot} replicates failed: no standard errors or intervals")
         lines.append("")
-        head = f"{'':<9}{'estimate':>12}"
-        if bs:
-            unit = "" if bs.unit == "runs" else f" of {bs.unit}, {bs.n_units} groups"
-            head += (f"{'SE':>12}   {round(bs.level * 100):d}% interval ({len(bs.samples)} of {bs.n_boot} "
-                     f"resamples{unit})")
+        head = f"{'':<9}{'estimate':>12}" + (bs.table_head() if bs else "")
         lines.append(head)
         for p in self.law.params:
             row = f"{p.name:<9}{self.params[p.name]:>12.5g}"
