@@ -165,5 +165,4 @@ def save_figure(path, fig) -> Path:
 
 def save_fit_figure(path, result, N, D, L, **kwargs) -> Path:
     """Draw ``fit_figure`` and write it to ``path`` (format from the extension); returns the path."""
-    check_plot_path(path)   # before drawing: a bad path fails fast
     return save_figure(path, fit_figure(result, N, D, L, **kwargs))
