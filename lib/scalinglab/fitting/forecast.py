@@ -35,27 +35,34 @@ def _q(level: float) -> list[float]:
     return [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
 
 
-def loss_intervals(result: FitResult, N, D, sigma: float, level: float | None = None,
+def loss_intervals(result: FitResult, N, D, sigma: float | None, level: float | None = None,
                    seed: int | None = None) -> dict[str, np.ndarray]:
-    """Predicted loss at each (N, D), its mean interval (``mean_lo``, ``mean_hi``; NaN without a bootstrap)
-    and its new-run interval (``new_lo``, ``new_hi``)."""
+    """Predicted loss at each (N, D), its mean interval (``mean_lo``, ``mean_hi``; NaN without a bootstrap),
+    its new-run interval (``new_lo``, ``new_hi``) and each bootstrap replicate's prediction (``draws``,
+    (replicates, points); None without a bootstrap). ``sigma`` None: the mean interval only (new_lo and new_hi
+    None), which saves the noise draws."""
     N, D = np.broadcast_arrays(np.asarray(N, float).ravel(), np.asarray(D, float).ravel())
     bs = result.bootstrap
     level = level if level is not None else (bs.level if bs is not None else 0.95)
     pred = np.asarray(result.loss(N, D), float)
     nan = np.full(len(N), np.nan)
+    draws = None
     if bs is not None and len(bs.samples):
         E, A, B, al, be = (bs.samples[:, i, None] for i in range(5))
         draws = E + A / N**al + B / D**be  # (replicates, points)
         mean_lo, mean_hi = np.percentile(draws, _q(level), axis=0)
+    else:
+        mean_lo = mean_hi = nan
+    if sigma is None:
+        new_lo = new_hi = None
+    elif draws is not None:
         z = np.random.default_rng(bs.seed if seed is None else seed).standard_normal(draws.shape)
         new_lo, new_hi = np.percentile(draws * np.exp(sigma * z), _q(level), axis=0)
     else:
-        mean_lo = mean_hi = nan
         zq = NormalDist().inv_cdf((1 + level) / 2)
         new_lo, new_hi = pred * np.exp(-zq * sigma), pred * np.exp(zq * sigma)
     return {"predicted": pred, "mean_lo": mean_lo, "mean_hi": mean_hi, "new_lo": new_lo, "new_hi": new_hi,
-            "level": level}
+            "level": level, "draws": draws}
 
 
 def allocations(result: FitResult, C, N, D, L) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     where,
 )
 from scalinglab.fitting.domain import legend, short
+from scalinglab.fitting.forecast import loss_intervals, residual_sd
 from scalinglab.serialization import to_jsonable
 
 # --- predictions ---------------------------------------------------------
@@ -210,23 +211,12 @@ def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None
     """Predict runs (N, D) with ``result`` and compare with ``actual``; intervals from its bootstrap, if any,
     and with ``sigma`` (run noise in log loss, ``forecast.residual_sd`` of the fitted runs) new-run intervals."""
     N, D, actual = (np.asarray(x, float).ravel() for x in (N, D, actual))
-    bs = result.bootstrap
-    level = level if level is not None else (bs.level if bs is not None else 0.95)
-    lower = upper = np.full(len(N), np.nan)
-    draws = None
-    if bs is not None and len(bs.samples):
-        E, A, B, al, be = (bs.samples[:, i, None] for i in range(5))
-        draws = E + A / N**al + B / D**be  # (replicates, runs)
-        lower, upper = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
+    # One pass over the bootstrap replicates gives the mean law's interval and, with σ, the new-run one.
+    iv = loss_intervals(result, N, D, sigma, level)
+    new = {} if sigma is None else dict(new_lower=iv["new_lo"], new_upper=iv["new_hi"], sigma=float(sigma))
     rows = np.arange(len(N)) if rows is None else np.asarray(rows, int)
-    new = {}
-    if sigma is not None:
-        from scalinglab.fitting.forecast import loss_intervals
-
-        iv = loss_intervals(result, N, D, sigma, level)
-        new = dict(new_lower=iv["new_lo"], new_upper=iv["new_hi"], sigma=float(sigma))
-    return Predictions(rows=rows, N=N, D=D, actual=actual, predicted=np.asarray(result.loss(N, D), float),
-                       lower=lower, upper=upper, level=level, draws=draws, **new)
+    return Predictions(rows=rows, N=N, D=D, actual=actual, predicted=iv["predicted"], lower=iv["mean_lo"],
+                       upper=iv["mean_hi"], level=iv["level"], draws=iv["draws"], **new)
 
 
 @dataclass(frozen=True)
@@ -326,8 +316,6 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
                                           n_groups=len(np.unique(labels[train_rows])))
-    from scalinglab.fitting.forecast import residual_sd
-
     heldout = predict(res, tN, tD, tL, rows=test_rows, level=level, sigma=residual_sd(res, N, D, L))
     return HoldoutResult(fit=res, train_rows=train_rows, heldout=heldout, conditions=texts, **unit)
 
