@@ -12,8 +12,13 @@ SWEEP_PROFILE ?= auto
 RESULTS ?= results
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
-export MPLBACKEND := Agg
+# MPLBACKEND stays unset: ipykernel installs its inline backend only then (the workbook shows each figure
+# itself, but a stray plot should show too). A relative data mirror is made absolute here, against the folder
+# make was run in, before any kernel (cwd notebooks/), subprocess or test moves elsewhere.
 export PYTHONDONTWRITEBYTECODE := 1
+ifneq ($(strip $(SCALINGLAB_DATA_MIRROR)),)
+export SCALINGLAB_DATA_MIRROR := $(abspath $(SCALINGLAB_DATA_MIRROR))
+endif
 
 .PHONY: reproduce test nbval-portable lab venv lock bench device-carry clean
 
@@ -62,8 +67,9 @@ nbval-portable: $(STAMP)
 	    $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) || failed="$$failed $$setting"; \
 	done; test -z "$$failed" || { echo "nbval failed with:$$failed"; exit 1; }
 
+# --allow-root: the machines this runs on are often containers where root is the only user.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

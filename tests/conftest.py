@@ -5,6 +5,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A relative mirror (the README's `export SCALINGLAB_DATA_MIRROR=../shared/data`) means relative to where it was
+# set; tests that chdir or start subprocesses in a temporary folder must still find it, so fix it now.
+if os.environ.get("SCALINGLAB_DATA_MIRROR") and not Path(os.environ["SCALINGLAB_DATA_MIRROR"]).is_absolute():
+    os.environ["SCALINGLAB_DATA_MIRROR"] = str(Path(os.environ["SCALINGLAB_DATA_MIRROR"]).resolve())
+
 
 @pytest.fixture(autouse=True)
 def _isolated_results(tmp_path, monkeypatch):

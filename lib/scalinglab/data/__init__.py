@@ -106,8 +106,17 @@ def get(name: str) -> Dataset:
 
 
 def mirror_root() -> Path | None:
+    """``$SCALINGLAB_DATA_MIRROR`` as a folder. A relative setting means relative to where it was set, which
+    the README says is the checkout's root; a kernel or test that runs elsewhere (``notebooks/``, a temporary
+    folder) still finds it there. ``make`` and the test suite make it absolute before anything moves."""
     root = os.environ.get(MIRROR_ENV)
-    return Path(root).expanduser() if root else None
+    if not root:
+        return None
+    path = Path(root).expanduser()
+    if path.is_absolute() or path.is_dir():
+        return path.resolve() if path.is_dir() else path
+    checkout = REPO_DATA.parent
+    return (checkout / path).resolve() if (checkout / path).is_dir() else path
 
 
 def cache_root() -> Path:

@@ -6,7 +6,8 @@ then::
     wb = Workbook("01_chinchilla_fit", profile)
     settings = wb.pick(full=dict(n_boot=4000), smoke=dict(n_boot=200))
     ...
-    wb.savefig(fig, "contours")          # results/01_chinchilla_fit/contours.png
+    wb.savefig(fig, "contours", caption=f"The fit's contours; a = {a:.3f}.")
+                                         # shown inline, saved as results/01_chinchilla_fit/contours.png
     wb.summary["fit"] = {...}
     wb.write_summary()                   # results/01_chinchilla_fit/summary.json
 
@@ -27,6 +28,9 @@ from scalinglab.errors import UserError
 from scalinglab.serialization import to_jsonable
 
 PROFILES = ("full", "smoke")
+# 100 dpi keeps a committed notebook with a dozen figures near 1-2 MB (base64 PNG in the JSON) while the
+# saved PNGs stay legible at a page's width.
+FIGURE_DPI = 100
 PROFILE_ENV = "SCALINGLAB_PROFILE"
 RESULTS_ENV = "SCALINGLAB_RESULTS"
 
@@ -52,6 +56,16 @@ def results_root() -> Path:
     return Path(env).expanduser() if env else project_root() / "results"
 
 
+def _in_kernel() -> bool:
+    """True inside a Jupyter kernel (papermill, nbval, JupyterLab), where display() reaches the notebook."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 def pick_device() -> str:
     """'cuda' when torch sees a GPU, else 'cpu' (torch is imported only here)."""
     try:
@@ -66,6 +80,7 @@ class Workbook:
     name: str
     profile: str = "full"
     summary: dict[str, Any] = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)   # stems saved (and shown) so far, in order
 
     def __post_init__(self) -> None:
         self.profile = resolve_profile(self.profile)
@@ -85,9 +100,27 @@ class Workbook:
         """The value for the current profile: wb.pick(full=4000, smoke=200)."""
         return by_profile[self.profile]
 
-    def savefig(self, fig, stem: str, dpi: int = 120) -> Path:
+    def savefig(self, fig, stem: str, caption: str | None = None, dpi: int = FIGURE_DPI) -> Path:
+        """Save ``fig`` as results/<notebook>/<stem>.png and show that same PNG as the cell's output.
+
+        The PNG is displayed explicitly rather than left to matplotlib's inline backend, which ipykernel
+        installs only when ``MPLBACKEND`` is unset: a figure then shows in papermill, JupyterLab and a plain
+        kernel alike, whatever the backend. The figure is closed so the inline backend does not draw it a
+        second time. ``caption`` (Markdown, numbers formatted from computed values by the caller) is shown
+        under the figure as "Figure k. ...", numbered in the order the notebook shows them.
+        """
         path = self.out_dir / f"{stem}.png"
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        self.figures.append(stem)
+        if _in_kernel():
+            from IPython.display import Image, Markdown, display
+
+            display(Image(data=path.read_bytes(), format="png"), metadata={"scalinglab_figure": stem})
+            if caption:
+                display(Markdown(f"*Figure {len(self.figures)}.* {caption.strip()}"))
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
         return path
 
     def write_summary(self) -> Path:
