@@ -16,6 +16,14 @@ from scalinglab.serialization import to_jsonable
 # Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
 # gradient, stay where the start put them, and a bootstrap shows them with zero spread, as if known.
 NEGLIGIBLE_TERM = 1e-6
+# The positive scale parameters: their spread is skewed and spans decades, so their uncertainty is given on the log
+# scale (the SE of ln E, ln A, ln B: a relative error) rather than as an SE in their own units.
+SCALE_PARAMS = ("E", "A", "B")
+# A parameter the runs do not pin: one bootstrap SE of its log above 1 (the runs cannot tell it within a factor e),
+# or, for an exponent, an SE above half its value (its interval reaches 0). A and B are often such on a narrow
+# grid while a, b and the allocation are well determined; the summary says so beside the number.
+WEAK_SE_LOG = 1.0
+WEAK_REL_SE = 0.5
 
 
 class ReplicateSpread:
@@ -79,6 +87,26 @@ class Bootstrap(ReplicateSpread):
         return PARAMS + ("a", "b")
 
     @property
+    def se_log(self) -> dict[str, float]:
+        """SE of ln E, ln A, ln B across replicates (NaN with fewer than two; 0 for a held parameter)."""
+        if len(self.samples) < 2:
+            return {k: float("nan") for k in SCALE_PARAMS}
+        out = {}
+        for k in SCALE_PARAMS:
+            col = self.column(k)
+            out[k] = 0.0 if k in self.constant else (
+                float(np.std(np.log(col), ddof=1)) if np.all(col > 0) else float("inf"))
+        return out
+
+    def weakly_identified(self, estimate: dict[str, float]) -> tuple[str, ...]:
+        """The parameters the replicates leave unpinned (see WEAK_SE_LOG, WEAK_REL_SE), in PARAMS order."""
+        se, se_log = self.se, self.se_log
+        weak = [k for k in SCALE_PARAMS if k not in self.constant and se_log[k] > WEAK_SE_LOG]
+        weak += [k for k in ("alpha", "beta") if k not in self.constant and estimate.get(k, 0) > 0
+                 and se[k] > WEAK_REL_SE * estimate[k]]
+        return tuple(weak)
+
+    @property
     def cov(self) -> np.ndarray:
         """Covariance of (E, A, B, alpha, beta) across replicates."""
         return np.cov(self.samples, rowvar=False)
@@ -104,10 +132,11 @@ class Bootstrap(ReplicateSpread):
         return np.array([ScalingLaw(*row).tokens_per_param(C) for row in self.samples])
 
     def to_dict(self) -> dict[str, Any]:
-        """n_boot, n_failed, level, seed, unit, n_units, and se and ci per parameter (E … beta, a, b)."""
+        """n_boot, n_failed, level, seed, unit, n_units, se and ci per parameter (E … beta, a, b), and se_log
+        (the SE of ln E, ln A, ln B)."""
         return to_jsonable({"n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level,
                             "seed": self.seed, "unit": self.unit, "n_units": self.n_units,
-                            "se": self.se, "ci": {k: list(v) for k, v in self.ci.items()}})
+                            "se": self.se, "se_log": self.se_log, "ci": {k: list(v) for k, v in self.ci.items()}})
 
     def summary(self) -> str:
         """One line: how many resamples of what, and how many converged."""
@@ -140,6 +169,12 @@ class FitResult(ScalingLaw):
         return ScalingLaw(*(getattr(self, k) for k in PARAMS))
 
     @property
+    def weakly_identified(self) -> tuple[str, ...]:
+        """Parameters the bootstrap shows the runs do not pin (empty without a bootstrap)."""
+        bs = self.bootstrap
+        return bs.weakly_identified(self.params()) if bs is not None and len(bs.samples) >= 2 else ()
+
+    @property
     def fixed(self) -> dict[str, float]:
         """Parameters held at a value, by name."""
         return dict(self.options.fixed)
@@ -161,6 +196,7 @@ class FitResult(ScalingLaw):
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self.params(), "a": self.a, "b": self.b, "status": self.status,
                                "at_bound": list(self.at_bound), "unidentified": list(self.unidentified),
+                               "weakly_identified": list(self.weakly_identified),
                                "objective": self.objective,
                                "n_rows": self.n_rows, "n_starts": self.n_starts,
                                "delta": self.options.delta, "fixed": self.fixed,
@@ -203,14 +239,23 @@ class FitResult(ScalingLaw):
             marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
         elif {"alpha", "beta"} <= fixed.keys():
             marks.update(a="from the fixed exponents", b="from the fixed exponents")
+        weak = self.weakly_identified
+        se_log = bs.se_log if bs else {}
         for name, v in values.items():
             row = f"{name:<7}{v:>12.5g}"
             if name in marks:
                 row += f"   {marks[name]}"
             elif bs:
                 lo, hi = bs.ci[name]
-                row += f"{bs.se[name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
+                se = f"{se_log[name]:.3g} ln" if name in SCALE_PARAMS else f"{bs.se[name]:.3g}"
+                row += f"{se:>12}   [{lo:.5g}, {hi:.5g}]" + ("   not pinned by these runs" if name in weak else "")
             lines.append(row)
+        if bs and len(bs.samples):
+            lines.append("")
+            lines.append("SE of E, A, B: the SE of their logarithm (ln), a relative error: they are positive and skewed")
+            if weak:
+                lines.append(f"not pinned: {', '.join(weak)} (SE of ln above {WEAK_SE_LOG:g}, or an exponent's SE above "
+                             f"{WEAK_REL_SE:g} of it); a, b and the allocation, which depend on them jointly, can still be")
         lines.append("")
         lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
         return "\n".join(lines)
