@@ -136,9 +136,9 @@ def test_bad_data_exits_2_naming_the_problem(runs_csv, capsys, edit, message):
 
 def test_unreadable_file_and_unknown_dataset_exit_2(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "missing.csv")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "missing.csv: no such file" in capsys.readouterr().err
     assert main(["fit", str(tmp_path)]) == 2  # a directory
-    assert "cannot read" in capsys.readouterr().err
+    assert "is a folder, not a file" in capsys.readouterr().err
     assert main(["fit", "--dataset", "epoch-chinchila"]) == 2
     assert "did you mean epoch-chinchilla" in capsys.readouterr().err
 

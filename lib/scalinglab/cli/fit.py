@@ -115,8 +115,10 @@ def _read_csv(path: str) -> Table:
     import csv
 
     from scalinglab.errors import UserError
+    from scalinglab.files import regular_file
 
     rows, lines = [], []
+    regular_file(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
@@ -172,9 +174,11 @@ def _run(args) -> int:
 
     from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows, predict_from
     from scalinglab.errors import UserError
+    from scalinglab.files import check_outputs
     from scalinglab.fitting import approach3 as F
     from scalinglab.serialization import dumps
 
+    check_outputs({"--save": args.save, "--plot": args.plot}, [args.csv, args.predict])
     if args.law != "chinchilla" or args.u_col or args.x_col or args.y_col:
         from scalinglab.cli.laws import run_fit
 

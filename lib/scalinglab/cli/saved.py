@@ -74,6 +74,7 @@ def _predict(args) -> int:
     from scalinglab.cli.fit import _read_csv
     from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
+    from scalinglab.files import check_outputs
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import forecast
     from scalinglab.fitting.domain import legend, short
@@ -81,6 +82,7 @@ def _predict(args) -> int:
 
     if args.level is not None:
         check_level(args.level)
+    check_outputs({"--out": args.out}, [args.fit, args.csv])
     s = _load(args.fit)
     table = _read_csv(args.csv)
     if not len(next(iter(table.values()), [])):
@@ -149,22 +151,19 @@ def _predict(args) -> int:
 def _write_out(path: str, table: dict[str, list[str]], rows) -> None:
     import csv
 
-    from scalinglab.errors import UserError
+    from scalinglab.files import atomic_write
 
     extra = ["predicted", "mean_lo", "mean_hi", "new_run_lo", "new_run_hi", "decades_N", "decades_D", "decades_C",
              "mahalanobis", "outside"]
     header = list(table) + [c for c in extra if c not in table]
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            for i, r in enumerate(rows):
-                e = r["extrapolation"]
-                vals = {"predicted": r["predicted"], "mean_lo": r["mean_interval"][0], "mean_hi": r["mean_interval"][1],
-                        "new_run_lo": r["new_run_interval"][0], "new_run_hi": r["new_run_interval"][1],
-                        **{k: e[k] for k in ("decades_N", "decades_D", "decades_C", "mahalanobis")},
-                        "outside": int(e["outside"])}
-                w.writerow([table[c][i] if c in table else repr(float(vals[c])) if c != "outside" else vals[c]
-                            for c in header])
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with atomic_write(path, f"--out {path}") as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for i, r in enumerate(rows):
+            e = r["extrapolation"]
+            vals = {"predicted": r["predicted"], "mean_lo": r["mean_interval"][0], "mean_hi": r["mean_interval"][1],
+                    "new_run_lo": r["new_run_interval"][0], "new_run_hi": r["new_run_interval"][1],
+                    **{k: e[k] for k in ("decades_N", "decades_D", "decades_C", "mahalanobis")},
+                    "outside": int(e["outside"])}
+            w.writerow([table[c][i] if c in table else repr(float(vals[c])) if c != "outside" else vals[c]
+                        for c in header])

@@ -85,7 +85,9 @@ def read_csv(path: str):
     import pandas as pd
 
     from scalinglab.errors import UserError
+    from scalinglab.files import regular_file
 
+    regular_file(path)
     try:
         df = pd.read_csv(path, skip_blank_lines=False)
     except OSError as exc:

@@ -51,7 +51,6 @@ def register(sub) -> None:
 
 def _source(args):
     """(table, column roles, label): the CSV read by pandas, or a registered dataset."""
-    from pathlib import Path
 
     import pandas as pd
 
@@ -61,12 +60,10 @@ def _source(args):
         from scalinglab import data
 
         return data.load(args.dataset), data.get(args.dataset).roles, args.dataset
-    path = Path(args.csv)
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory, not a CSV file")
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
     from scalinglab.cli.tables import with_file_lines
+    from scalinglab.files import regular_file
+
+    path = regular_file(args.csv)
 
     try:
         return with_file_lines(pd.read_csv(path, skip_blank_lines=False)), {}, str(path)

@@ -155,11 +155,11 @@ def law_figure(fitted, others=None, *, others_label: str = "held out", target: s
 
 def save_figure(path, fig) -> Path:
     """Write ``fig`` to ``path`` (format from the extension), or a one-line UserError; returns the path."""
+    from scalinglab.files import atomic_write
+
     p = check_plot_path(path)
-    try:
-        fig.savefig(p, dpi=130)
-    except OSError as exc:
-        raise UserError(f"--plot {path}: cannot write it: {exc.strerror or exc}") from None
+    with atomic_write(p, f"--plot {path}") as tmp:   # the old figure stays whole if drawing fails
+        fig.savefig(tmp, dpi=130)
     return p
 
 

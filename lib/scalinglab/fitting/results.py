@@ -252,10 +252,12 @@ class FitResult(ScalingLaw):
             lines.append(row)
         if bs and len(bs.samples):
             lines.append("")
-            lines.append("SE of E, A, B: the SE of their logarithm (ln), a relative error: they are positive and skewed")
+            lines.append("SE of E, A, B: the SE of their logarithm (ln), a relative error: they are positive and "
+                         "skewed")
             if weak:
-                lines.append(f"not pinned: {', '.join(weak)} (SE of ln above {WEAK_SE_LOG:g}, or an exponent's SE above "
-                             f"{WEAK_REL_SE:g} of it); a, b and the allocation, which depend on them jointly, can still be")
+                lines.append(f"not pinned: {', '.join(weak)} (SE of ln above {WEAK_SE_LOG:g}, or an exponent's SE "
+                             f"above {WEAK_REL_SE:g} of it); a, b and the allocation, which depend on them jointly, "
+                             "can still be")
         lines.append("")
         lines.append("a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)")
         return "\n".join(lines)

@@ -1,6 +1,6 @@
 """Saved fits (``.slfit``): an Approach-3 fit written once and reloaded bit for bit, never refitted.
 
-The format (version 1) is a zip archive holding one member, ``fit.json``, a JSON object:
+The format (version 2) is a zip archive holding one member, ``fit.json``, a JSON object:
 
 - ``format``: ``"scalinglab-fit"``; ``version``: 1; ``written_by``: the scalinglab version;
 - ``law``: E, A, B, alpha, beta; ``fit``: objective, status, at_bound, unidentified, n_rows, n_starts, grad_norm;
@@ -8,7 +8,14 @@ The format (version 1) is a zip archive holding one member, ``fit.json``, a JSON
 - ``bootstrap``: null, or samples (converged replicates × E, A, B, alpha, beta), converged (one bool per
   resample), n_boot, n_failed, level, seed, free, constant, unit, n_units;
 - ``data``: the fitted runs (N, D, loss), the column names they came from (``columns``), the source, the
-  highest losses dropped, and ``sha256``, the hash of the runs (``data_hash``), checked on loading.
+  highest losses dropped, and ``sha256``, the hash of the runs (``data_hash``), checked on loading;
+- ``content_sha256`` (version 2): the hash of everything else in the object (canonical JSON), so an edit to the law,
+  the options or the bootstrap is refused like an edit to the runs.
+
+A file is trusted only as far as it agrees with itself. On loading, the objective is recomputed from the stored
+runs and law and must match the stored one; the law and every bootstrap replicate must lie inside the fit's box;
+the options must lie in their ranges; and the status must be the one the parameters imply (a law on its bound is
+not "converged"). Version 1 files (no content hash) get every check but the hash.
 
 Floats are written with Python's shortest round-tripping repr, so they read back to the same bits.
 Loading is JSON parsing and checks only: nothing in the file is executed (no pickle), the archive's
@@ -34,7 +41,7 @@ from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import Bootstrap, FitResult
 
 FORMAT = "scalinglab-fit"
-VERSION = 1
+VERSION = 2
 MEMBER = "fit.json"
 MAX_BYTES = 256 * 2**20  # fit.json uncompressed: 4,000 replicates and 10,000 runs need under 2 MB
 SUFFIX = ".slfit"
@@ -98,6 +105,14 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
                      "loss": np.asarray(saved.L, float).tolist(), "sha256": saved.data_hash}}
 
 
+def content_hash(obj: dict[str, Any]) -> str:
+    """sha256 of ``obj`` without its ``content_sha256`` key, as canonical JSON (sorted keys, no spaces; floats by
+    their shortest repr, which JSON parsing reads back to the same bits, so a loaded object hashes the same)."""
+    body = {k: v for k, v in obj.items() if k != "content_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def check_save_path(path) -> None:
     """A UserError now, before a long fit, when ``path`` cannot be written: no such folder, or a folder."""
     from pathlib import Path
@@ -110,25 +125,43 @@ def check_save_path(path) -> None:
 
 
 def save(path, saved: SavedFit) -> None:
-    """Write ``saved`` to ``path`` (a zip holding fit.json), or a UserError naming the path."""
-    text = json.dumps(to_json(saved), allow_nan=True)  # grad_norm/objective may be NaN: JSON's NaN extension
-    try:
-        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    """Write ``saved`` to ``path`` (a zip holding fit.json), or a UserError naming the path. The file is written
+    beside ``path``, loaded back with every check ``load`` makes, and only then renamed into place: a fit that
+    would not load is never written, and an interrupted write leaves the old file whole."""
+    from scalinglab.files import atomic_write
+
+    obj = to_json(saved)
+    obj["content_sha256"] = content_hash(json.loads(json.dumps(obj, allow_nan=True)))
+    text = json.dumps(obj, allow_nan=True)  # grad_norm/objective may be NaN: JSON's NaN extension
+    with atomic_write(path, f"--save {path}") as tmp:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(MEMBER, text)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            load(tmp)
+        except UserError as exc:
+            reason = str(exc).split(": ", 1)[-1]
+            raise UserError(f"--save {path}: not written, as the fit would not load back ({reason})") from None
 
 
 def load(path) -> SavedFit:
     """Read a saved fit, or a one-line UserError: not a zip, no fit.json, too large, not JSON, another
     format, a newer version, a missing or mistyped field, or runs that do not match their hash."""
+    from scalinglab.files import regular_file
+
     where = str(path)
+    regular_file(path)
     try:
         with zipfile.ZipFile(path) as zf:
-            try:
-                info = zf.getinfo(MEMBER)
-            except KeyError:
-                raise UserError(f"{where}: not a scalinglab fit file (no {MEMBER} in the archive)") from None
+            names = zf.namelist()
+            if MEMBER not in names:
+                raise UserError(f"{where}: not a scalinglab fit file (no {MEMBER} in the archive)")
+            # One member, once: a second fit.json (zipfile reads the last) or any other member is an edit.
+            if names != [MEMBER]:
+                extra = sorted(set(names) - {MEMBER})
+                what = f"{MEMBER} {names.count(MEMBER)} times" if not extra else f"an unexpected member {extra[0]!r}"
+                raise UserError(f"{where}: a corrupt scalinglab fit file (the archive holds {what}; it holds "
+                                f"{MEMBER} alone)")
+            info = zf.getinfo(MEMBER)
             if info.file_size > MAX_BYTES:
                 raise UserError(f"{where}: {MEMBER} would unpack to {info.file_size} bytes, over the "
                                 f"{MAX_BYTES} allowed")
@@ -200,6 +233,76 @@ def _check_law(law: dict[str, float], what: str) -> None:
             raise ValueError(f"{what} {k} = {v:g} is negative; a fitted law has E, A, B, alpha, beta >= 0")
 
 
+# The stored objective is the solver's sum; a fresh evaluation adds the same terms in another order, so the two
+# agree to rounding (1e-12 relative on Epoch's 240 runs). 1e-8 leaves room for any BLAS, and an edit to a
+# parameter moves the objective far more: a change of 1e-6 in alpha moves it by ~1e-5 relative.
+OBJECTIVE_RTOL = 1e-8
+
+
+def _check_options(o: FitOptions) -> None:
+    """Each option in the range a fit can have been made with; an edited file can say anything."""
+    for name in ("delta", "gtol", "status_gtol", "batch_tol"):
+        v = getattr(o, name)
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"option {name} = {v:g}; it must be a positive number")
+    for name in ("n_refine", "grid_iters", "n_polish", "screen_rows", "block", "batch_iters"):
+        v = getattr(o, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"option {name} = {v!r}; it must be a whole number >= 1")
+    lo, hi = np.asarray(o.lower, float), np.asarray(o.upper, float)
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
+        raise ValueError("options lower and upper must be finite with lower < upper")
+
+
+def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
+    """The free parameters of ``params`` (E, A, B, alpha, beta) outside the fit's box (in log E, A, B)."""
+    from scalinglab.fitting.law import to_theta
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = to_theta(np.asarray(params, float))
+    fixed = dict(o.fixed)
+    lo, hi = np.asarray(o.lower), np.asarray(o.upper)
+    tol = 1e-9 * (hi - lo)
+    return [k for i, k in enumerate(PARAMS) if k not in fixed
+            and not (lo[i] - tol[i] <= theta[i] <= hi[i] + tol[i])]
+
+
+def _check_consistent(result: FitResult, N, D, L) -> None:
+    """The file agrees with itself: parameters inside the box, the objective the runs and law give, the status
+    the parameters imply. ValueError (worded as a corrupt file by ``load``) otherwise."""
+    from scalinglab.fitting.approach3 import _bound_flags
+    from scalinglab.fitting.law import to_theta
+    from scalinglab.fitting.solver import objective
+
+    o = result.options
+    _check_options(o)
+    params = np.array([getattr(result, k) for k in PARAMS])
+    out = _outside_box(params, o)
+    if out:
+        raise ValueError(f"law {out[0]} = {getattr(result, out[0]):g} lies outside the fit's bounds")
+    bs = result.bootstrap
+    if bs is not None:
+        for row in bs.samples:
+            if _outside_box(row, o):
+                raise ValueError("a bootstrap replicate lies outside the fit's bounds")
+    theta = to_theta(params)
+    f = objective(theta, np.log(N), np.log(D), np.log(L), o.delta, block=o.block)
+    if not (math.isfinite(result.objective) and abs(f - result.objective) <= OBJECTIVE_RTOL * abs(result.objective)):
+        raise ValueError(f"its objective {result.objective:.6g} is not what its law gives on its runs ({f:.6g}); "
+                         "the law or the runs were edited")
+    flags = _bound_flags(theta, o)
+    at_bound = tuple(k for k, b in zip(PARAMS, flags) if b)
+    if set(at_bound) != set(result.at_bound):
+        raise ValueError(f"its at_bound list {list(result.at_bound)} is not what its law implies {list(at_bound)}")
+    for name in result.unidentified:
+        if name not in PARAMS:
+            raise ValueError(f"unknown parameter {name!r} in unidentified")
+    implied = "at_bound" if at_bound else "unidentified" if result.unidentified else None
+    if implied and result.status != implied or not implied and result.status not in ("converged", "max_iter"):
+        raise ValueError(f"status {result.status!r} does not match its parameters (expected "
+                         f"{implied or 'converged or max_iter'})")
+
+
 def from_json(obj: Any) -> SavedFit:
     """A SavedFit from fit.json's object; ValueError/KeyError/TypeError on a malformed one (``load`` words it)."""
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
@@ -214,6 +317,8 @@ def from_json(obj: Any) -> SavedFit:
                         f"this scalinglab reads version {VERSION} and older: upgrade scalinglab")
     if version < 1:
         raise UserError(f"a corrupt scalinglab fit file (version {version})")
+    if version >= 2 and obj.get("content_sha256") != content_hash(obj):
+        raise UserError("its contents do not match their sha256 (the file was altered or damaged)")
     law = {k: _float(obj["law"][k], k) for k in PARAMS}
     _check_law(law, "law")
     o = dict(obj["options"])
@@ -234,7 +339,7 @@ def from_json(obj: Any) -> SavedFit:
     bs = None
     b = obj["bootstrap"]
     if b is not None:
-        samples = _array(b["samples"], "bootstrap samples", (5,))
+        samples = (np.empty((0, 5)) if b["samples"] == [] else _array(b["samples"], "bootstrap samples", (5,)))
         for row in samples:
             _check_law(dict(zip(PARAMS, row)), "a bootstrap sample's")
         conv = b["converged"]
@@ -264,5 +369,6 @@ def from_json(obj: Any) -> SavedFit:
         raise ValueError("data columns must map names to strings")
     if data_hash(N, D, L) != d["sha256"]:
         raise UserError("its runs do not match their sha256 (the file was altered or damaged)")
+    _check_consistent(result, N, D, L)
     return SavedFit(result=result, N=N, D=D, L=L, columns=dict(cols), source=str(d["source"]),
                     n_dropped=_int(d["n_dropped"], "n_dropped"))

@@ -1,0 +1,97 @@
+"""Files the command line reads and writes, handled so that nothing hangs, no input is overwritten, and a crash
+leaves the old file whole.
+
+- ``regular_file``: an input is opened only after ``stat`` says it is a regular file. A FIFO would block the read
+  forever, and ``/dev/zero`` or ``/dev/urandom`` never end; both are refused in one line instead.
+- ``check_outputs``: an output path that is the same file as an input (``fit X.csv --save X.csv``) is refused
+  before any work, so a typo never turns the runs into a zip.
+- ``atomic_write``: every output is written to a temporary file beside it and renamed into place, so an
+  interrupted write leaves the previous file as it was.
+- ``check_count``: a count flag is refused above a cap, with the reason, rather than asking for gigabytes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from scalinglab.errors import UserError
+
+# What stat calls a file that is not a regular one, for the message.
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path: str | os.PathLike, label: str | None = None) -> Path:
+    """``path`` as a Path when it names a regular file (links followed), else a one-line UserError that names
+    it and says what it is. ``label`` prefixes the message (e.g. a flag); by default the path itself."""
+    where = label or str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UserError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{where}: is a folder, not a file")
+    for test, kind in _KINDS:
+        if test(st.st_mode):
+            raise UserError(f"{where}: is {kind}, not a regular file; give a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{where}: not a regular file; give a file")
+    return Path(path)
+
+
+def _same(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:   # one of them does not exist (yet): compare where they would be
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def check_outputs(outputs: Mapping[str, str | os.PathLike | None], inputs: Sequence[str | os.PathLike | None]) -> None:
+    """Refuse an output (``{flag: path}``) that is the same file as an input, or as another output."""
+    outs = [(flag, p) for flag, p in outputs.items() if p]
+    ins = [p for p in inputs if p]
+    for flag, out in outs:
+        for inp in ins:
+            if _same(out, inp):
+                raise UserError(f"{flag} {out}: is the input file {inp}; write the output to another file")
+    for i, (flag, out) in enumerate(outs):
+        for other_flag, other in outs[:i]:
+            if _same(out, other):
+                raise UserError(f"{flag} {out}: is also the {other_flag} file; give each output its own file")
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike, label: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` (same folder and suffix, so a writer that reads the format from
+    the suffix still works); on success it replaces ``path`` in one rename, on any error it is removed and
+    ``path`` is left as it was. An OSError becomes a one-line UserError naming ``label`` or the path."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.stem}.partial-{os.getpid()}{target.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise UserError(f"{label or target}: cannot write it ({exc.strerror or exc})") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# Counts above this ask for more memory or time than any analysis here needs (the bootstrap's own cap).
+MAX_COUNT = 100_000
+
+
+def check_count(value: int | None, flag: str, why: str, lo: int = 0, hi: int = MAX_COUNT) -> None:
+    """A count flag between ``lo`` and ``hi``; ``why`` says what one more costs, for the message."""
+    if value is None:
+        return
+    if value < lo:
+        raise UserError(f"{flag} {value}: must be at least {lo}")
+    if value > hi:
+        raise UserError(f"{flag} {value}: at most {hi:,} ({why})")
