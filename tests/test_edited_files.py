@@ -141,7 +141,7 @@ def test_counts_are_capped_with_a_reason():
     check_count(1000, "--sims", "each simulated world refits the law")
     with pytest.raises(UserError, match=r"--sims 1000000000: at most 100,000 \(each simulated"):
         check_count(10**9, "--sims", "each simulated world refits the law")
-    with pytest.raises(UserError, match="--k -1: must be at least 1"):
+    with pytest.raises(UserError, match="--k must be >= 1, not -1"):
         check_count(-1, "--k", "why", lo=1)
 
 

@@ -230,7 +230,7 @@ b,2e8,4e9,3.00
 
 
 @pytest.mark.parametrize("content, extra, needle", [
-    (None, [], "cannot read"),                                              # missing file
+    (None, [], "no such file"),                                              # missing file
     ("", [], "is empty"),
     ("run,N,tokens,loss\n", [], "no rows; expected one row per (run, checkpoint)"),
     (GOOD, ["--n-col", "params"], "no N column 'params'"),

@@ -186,7 +186,7 @@ GOOD = """N,C,loss
 
 
 @pytest.mark.parametrize("content, extra, needle", [
-    (None, [], "cannot read"),                                             # missing file
+    (None, [], "no such file"),                                             # missing file
     ("", [], "is empty"),
     (GOOD, ["--n-col", "params"], "no N column 'params'"),
     (GOOD.replace("3.40", "abc"), [], "column 'loss' needs positive finite numbers; line 2 has 'abc'"),

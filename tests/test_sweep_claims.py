@@ -333,7 +333,8 @@ def test_workers_below_one_are_refused(workers, tmp_path, capsys):
     with pytest.raises(UserError, match=f"workers must be a whole number of at least 1, got {workers}"):
         sweep.run_sweep("kaplan", "smoke", tmp_path / "k.db", workers=workers, progress=False)
     assert main(["sweep", "--preset", "kaplan", "--db", str(tmp_path / "k.db"), "--workers", str(workers)]) == 2
-    assert "workers must be" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"--workers must be >= 1, not {workers}" in err
     assert not (tmp_path / "k.db").exists()
 
 

@@ -45,6 +45,13 @@ def regular_file(path: str | os.PathLike, label: str | None = None) -> Path:
     return Path(path)
 
 
+def sweep_database(path: str | os.PathLike) -> Path:
+    """A sweep's SQLite database to read: a regular file, or a one-line UserError saying what it is instead."""
+    if not os.path.lexists(path):
+        raise UserError(f"{path}: no such sweep database")
+    return regular_file(path)
+
+
 def _same(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -87,11 +94,12 @@ def atomic_write(path: str | os.PathLike, label: str | None = None) -> Iterator[
 MAX_COUNT = 100_000
 
 
-def check_count(value: int | None, flag: str, why: str, lo: int = 0, hi: int = MAX_COUNT) -> None:
-    """A count flag between ``lo`` and ``hi``; ``why`` says what one more costs, for the message."""
+def check_count(value: int | None, flag: str, why: str, lo: int = 0, hi: int = MAX_COUNT, unit: str = "") -> None:
+    """A count flag between ``lo`` and ``hi`` (``unit`` names what is counted); ``why`` says what one more costs,
+    for the message."""
     if value is None:
         return
     if value < lo:
-        raise UserError(f"{flag} {value}: must be at least {lo}")
+        raise UserError(f"{flag} must be >= {lo}, not {value}")
     if value > hi:
-        raise UserError(f"{flag} {value}: at most {hi:,} ({why})")
+        raise UserError(f"{flag} {value}: at most {hi:,}{' ' + unit if unit else ''} ({why})")

@@ -33,9 +33,44 @@ COMMAND_MODULES = (
 )
 
 
+# Every count flag, by its argparse name: (smallest, largest, what it counts, what each costs). A count past
+# the cap asks for more memory or time than any analysis here needs (`design --sims 10**9` asked for 37 GiB),
+# so it is refused up front with the reason.
+COUNTS = {
+    "bootstrap": (0, 100_000, "resamples", "each refits the law"),
+    "drop_highest": (0, 100_000, "rows", "dropped before the fit"),
+    "k": (1, 1_000, "runs", "each is chosen by simulating every candidate"),
+    "sims": (1, 10_000, "worlds", "each refits the law --resamples times per candidate"),
+    "resamples": (1, 10_000, "resamples", "each refits the law in every simulated world"),
+    "limit": (1, 10_000_000, "examples", "each is scored"),
+    "batch_size": (1, 4_096, "examples", "held in memory per forward pass"),
+    "max_runs": (1, 100_000, "runs", "each is trained"),
+    "workers": (1, 256, "processes", "at once"),
+    "seeds": (1, 100, "seeds", "each trains every run of the sweep again"),
+}
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Each count flag given within its bounds (COUNTS), or a one-line UserError naming the flag and value."""
+    from scalinglab.files import check_count
+
+    for dest, (lo, hi, unit, why) in COUNTS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            check_count(value, "--" + dest.replace("_", "-"), why, lo=lo, hi=hi, unit=unit)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, except that a usage mistake is one line like every other error: what is wrong, and
     where the usage is (argparse would print the whole usage block first)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse reads "-1e12" as a flag (its negative-number pattern has no exponent), so `--compute -1e12` said
+        # "expected one argument"; with exponents the value reaches the command, which says what is wrong with it.
+        import re
+
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
@@ -61,9 +96,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_counts(args)
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"scalinglab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # Anything the commands did not word themselves (a permission, a full disk): the file and the reason.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"scalinglab {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        import sqlite3
+
+        if not isinstance(exc, sqlite3.Error):
+            raise
+        db = getattr(args, "db", None) or getattr(args, "dir", None) or "the database"
+        print(f"scalinglab {args.command}: error: {db}: {exc} (a damaged, locked, read-only or edited sweep "
+              "database)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"scalinglab {args.command}: interrupted", file=sys.stderr)

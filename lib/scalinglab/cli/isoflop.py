@@ -87,8 +87,8 @@ def _run(args) -> int:
 
     check_resampling(args)
     check_level(args.level)
-    if args.noise is not None and not args.noise > 0:  # also catches nan
-        raise UserError(f"--noise must be a positive number, not {args.noise}")
+    if args.noise is not None and not 0 < args.noise < float("inf"):  # also catches nan
+        raise UserError(f"--noise must be a positive finite number, not {args.noise}")
     group_by = parse_group_by(args.group_by)
 
     df, roles, label = _source(args)

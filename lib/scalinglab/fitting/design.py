@@ -242,6 +242,9 @@ def design(result: FitResult, N, D, L, *, target: float, budget_left: float, k: 
                         f"candidate would have N {cN[i]:.3g} and D {cD[i]:.3g}, under one parameter or token (the "
                         f"fitted runs use {float(np.min(6 * np.asarray(N, float) * np.asarray(D, float))):.3g} FLOP "
                         "and more)")
+    if k > len(cN):   # the greedy loop would stop at the candidates it has, silently proposing fewer runs
+        raise UserError(f"--k {k}: the design chooses among {len(cN)} candidate runs (sizes around N_opt at shares "
+                        f"of the budget per run), so it can propose at most {len(cN)}")
     steps = 1 + k * len(cN) - k * (k - 1) // 2 + (proposal is not None)
     ticks = iter(F.progress_bar(range(steps), "design: designs simulated", progress))
     sim.ratio()  # today's design alone, in every world

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from scalinglab.data import sha256_of
 from scalinglab.errors import UserError
+from scalinglab.files import sweep_database
 
 MANIFEST_VERSION = 1
 
@@ -30,8 +31,7 @@ _FAMILY_SQL = ("SELECT run_id, width, depth, n_non_embedding, n_standard, n_tota
 def _family_rows(db_path: Path) -> list[tuple]:
     import sqlite3
 
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
+    sweep_database(db_path)
     con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         return con.execute(_FAMILY_SQL).fetchall()

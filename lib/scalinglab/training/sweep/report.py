@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from scalinglab.errors import UserError
+from scalinglab.files import sweep_database
 from scalinglab.training.sweep.launch import run_sweep
 from scalinglab.training.sweep.plan import (
     ENVELOPE_BOOT,
@@ -47,8 +48,7 @@ def isoflop_points(db_path: Path | str):
     import pandas as pd
 
     db_path = Path(db_path)
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
+    sweep_database(db_path)
     if db_path.suffix == ".csv":  # an export of this very table
         df = pd.read_csv(db_path)
         return df if "replicate" in df else df.assign(replicate=0)
@@ -76,8 +76,7 @@ def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
     import pandas as pd
 
     db_path = Path(db_path)
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
+    sweep_database(db_path)
     try:
         with sqlite3.connect(db_path) as con:
             check_readable(con, db_path)
@@ -252,8 +251,7 @@ def select_replicates(db_path: Path | str, replicates, out_path: Path | str) -> 
     sweep would have been), so that every analysis can be rerun on a subset of the seeds. Overwrites
     ``out_path``."""
     db_path, out_path = Path(db_path), Path(out_path)
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
+    sweep_database(db_path)
     keep = sorted({int(r) for r in replicates})
     out_path.unlink(missing_ok=True)
     src, dst = sqlite3.connect(db_path), sqlite3.connect(out_path)
@@ -312,8 +310,7 @@ def replicate_noise(db_path: Path | str) -> dict:
 def report(db_path: Path | str) -> SweepReport:
     """What the sweep at ``db_path`` holds and says (``SweepReport``: a dict with ``summary()`` and ``to_dict()``)."""
     db_path = Path(db_path)
-    if not db_path.is_file():
-        raise UserError(f"{db_path}: no such sweep database")
+    sweep_database(db_path)
     con = sqlite3.connect(db_path)
     try:
         meta = sweep_meta(con)
