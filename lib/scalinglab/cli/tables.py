@@ -100,7 +100,24 @@ def read_csv(path: str):
     dup = _repeated_name(path)
     if dup is not None:
         raise UserError(f"{path}: the header names column {dup!r} twice")
+    ragged = _ragged_line(path)
+    if ragged is not None:   # pandas fills a short row with NaN, which would be reported as a missing value
+        line, n, m = ragged
+        raise UserError(f"{path}: line {line} has {n} fields, the header has {m}")
     return with_file_lines(df)
+
+
+def _ragged_line(path: str) -> tuple[int, int, int] | None:
+    """(line, fields, header fields) of the first non-blank row whose field count differs from the header's."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        for row in reader:
+            if any(cell.strip() for cell in row) and len(row) != len(header):
+                return reader.line_num, len(row), len(header)
+    return None
 
 
 def with_file_lines(df):

@@ -47,6 +47,15 @@ from scalinglab.serialization import to_jsonable
 # --- predictions ---------------------------------------------------------
 
 
+# A loss the law predicts exactly (equal losses, no noise) gets an interval of zero width; a last-bit difference
+# between the prediction and the value read from the CSV must not mark it "outside" at +0.00% error.
+ROUNDING = 1e-9
+
+
+def _within(x, lo, hi) -> np.ndarray:
+    return (x >= lo - ROUNDING * np.abs(lo)) & (x <= hi + ROUNDING * np.abs(hi))
+
+
 @dataclass(frozen=True)
 class Predictions:
     """A law's predictions for some runs, with their table rows, actual losses and errors.
@@ -120,8 +129,8 @@ class Predictions:
 
     @property
     def inside(self) -> np.ndarray:
-        """Whether each actual loss lies in its interval (False without one)."""
-        return (self.actual >= self.lower) & (self.actual <= self.upper)
+        """Whether each actual loss lies in its interval (False without one), to rounding (``ROUNDING``)."""
+        return _within(self.actual, self.lower, self.upper)
 
     @property
     def has_new_run_interval(self) -> bool:
@@ -132,7 +141,7 @@ class Predictions:
         """Whether each actual loss lies in its new-run interval (False without one)."""
         if not self.has_new_run_interval:
             return np.zeros(len(self.rows), bool)
-        return (self.actual >= self.new_lower) & (self.actual <= self.new_upper)
+        return _within(self.actual, self.new_lower, self.new_upper)
 
     def stats(self) -> dict[str, Any]:
         """n, mean/median/max absolute relative error (and the worst row), mean relative error; with
