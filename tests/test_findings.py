@@ -110,7 +110,8 @@ def test_inverse_scaling_known_answers():
     assert "Clustered by question, the slope is −0.21 logit per decade (95% over 300 questions −0.31 to −0.10; " \
            "p < 1e−3): inverse" in t and "below sd 0.030" in t
     # ObsScaling leads with the dispersion-corrected count of inverse calls, not the binomial 138
-    assert "123 models, 23 families tested on 7 benchmarks, 158 tests" in t and "up to 137" in t
+    assert "123 models, 23 families, 7 benchmarks, 158 tests" in t and "up to 137" in t
+    assert "80 pairs improve. With 80% power a family's test detects only falls of 5.6–18 accuracy points" in t
     assert "5 inverse calls survive (TruthfulQA: Cerebras-GPT, GPT-Neo/J, OPT, Pythia; GSM8K: StableLM)" in t
     assert "138" not in t and "binomial errors" not in t
     assert "(0.93 on 28 df" not in t and "scale 0.93 estimated on 28 df" in t

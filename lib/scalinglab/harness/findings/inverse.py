@@ -49,12 +49,14 @@ def _obsscaling(s: _Summary) -> Finding:
     for h in inv:
         by.setdefault(h["benchmark"], []).append(h["family"])
     where = "; ".join(f"{b}: {', '.join(f)}" for b, f in sorted(by.items(), key=lambda kv: -len(kv[1])))
+    fall = s("obsscaling_detectable_fall", "median_by_benchmark").values()
     return Finding(
-        f"ObsScaling ({counts('models')} models, {counts('tested_families')} families tested on "
-        f"{len(counts('benchmarks'))} benchmarks, {counts('tests')} tests), with the scatter between a family's models "
-        f"in the variance (scale pooled per benchmark, up to {sig(scales('counts')[1], 3)}) and FDR control: "
-        f"{len(inv)} inverse calls survive" + (f" ({where})" if inv else "")
-        + f"; {scales('positive_pooled_fdr')} family-benchmark pairs improve with compute.")
+        f"ObsScaling ({counts('models')} models, {counts('tested_families')} families, {len(counts('benchmarks'))} "
+        f"benchmarks, {counts('tests')} tests), with the between-model scatter in the variance (scale pooled per "
+        f"benchmark, up to {sig(scales('counts')[1], 3)}) and FDR control: {len(inv)} inverse calls survive"
+        + (f" ({where})" if inv else "") + f"; {scales('positive_pooled_fdr')} pairs improve. With 80% power a "
+        f"family's test detects only falls of {_span(list(fall), lambda v: sig(v, 2))} accuracy points per decade "
+        "of compute.")
 
 
 def _truthfulqa(s: _Summary) -> Finding:
