@@ -104,21 +104,36 @@ def test_ladder_counts_resolved_steps_and_missing_fits():
 
 def test_inverse_scaling_known_answers():
     t = text("03_inverse_scaling")
-    assert "ada 0.54, babbage 0.46, curie 0.49, davinci 0.38" in t and "a recount of the prize pipeline" in t
-    assert "equal to the table compiled from the same files" in t and "matches the published" not in t
-    assert "called inverse" in t and "p = 0.002" in t and "p = 0.43" in t and "below 0.030" in t
-    assert "123 models in 39 families" in t and "(158 tests)" in t
-    assert "138 with binomial errors, 85 with the pooled" in t and "123 with the mixed-recipe StableLM" in t
-    assert "MC2 score (not a count), tested by a quasi-binomial GLM" in t and "(0.93 on 28 df, F tests)" in t
+    assert "ada 0.54, babbage 0.46, curie 0.49, davinci 0.38" in t and "recounted from the prize pipeline" in t
+    assert "NOT equal" not in t
+    # the headline NeQA test is clustered by question: slope -0.205, 95% -0.314 to -0.097, p 0.0002
+    assert "Clustered by question, the slope is −0.21 logit per decade (95% over 300 questions −0.31 to −0.10; " \
+           "p < 1e−3): inverse" in t and "below sd 0.030" in t
+    # ObsScaling leads with the dispersion-corrected count of inverse calls, not the binomial 138
+    assert "123 models, 23 families, 7 benchmarks, 158 tests" in t and "up to 137" in t
+    assert "80 pairs improve. With 80% power a family's test detects only falls of 5.6–18 accuracy points" in t
+    assert "5 inverse calls survive (TruthfulQA: Cerebras-GPT, GPT-Neo/J, OPT, Pythia; GSM8K: StableLM)" in t
+    assert "138" not in t and "binomial errors" not in t
+    assert "(0.93 on 28 df" not in t and "scale 0.93 estimated on 28 df" in t
     assert "4 of 23 families" in t and "(Cerebras-GPT, GPT-Neo/J, OPT, Pythia), 7 improve, 12" in t
-    assert "StarCoder's inverse call does not survive" in t
-    assert "0 and 0 inverse (1 and 0 before), 2 and 2 curved, 11 and 14 positive" in t
-    # our own ladder: six models, NeQA out of their reach (one letter for every question), the probes' interaction
-    assert "Our own ladder, 6 GPTs trained on Gutenberg" in t and "5.3e11 to 2.4e13 FLOP" in t
-    assert "every model gives the same letter to every question, so NeQA is beyond models this small" in t
-    assert "Memo Trap 0.57–0.60, called flat (p = 0.59)" in t
-    assert "0.53 (95% 0.47–0.59) of never-seen phrases and 0.08 (95% 0.05–0.12) of very common" in t
-    assert "interaction is −0.42 (95% −0.61 to −0.23): larger models lose more on frequent phrases" in t
+    # Pythia: the null result with its power (FDR threshold, the weaker suite)
+    assert "57 of them MMLU subjects near chance, no prize task" in t and "0 and 0 inverse (1 and 0 before)" in t
+    assert "only falls of about 5.8 accuracy points per decade of parameters (median MMLU subject) or 2.2" in t
+    assert "nothing scales inversely" not in t
+    # our own ladder: one seed per size, NeQA out of reach, Memo Trap flat clustered by item
+    assert "Our own ladder, 6 GPTs trained on Gutenberg" in t and "one seed each" in t
+    assert "every model giving the same letter to every question, so NeQA is beyond models this small" in t
+    assert "Memo Trap 0.57–0.60, flat clustered by item (slope +0.02 logit per decade, 95% over 936 items " \
+           "−0.04 to +0.08)" in t
+    assert "0.53 (95% over phrases 0.47–0.59) of never-seen phrases and 0.08 (95% 0.05–0.12) of very common" in t
+    assert "interaction −0.42 (95%, clustered by item, −0.61 to −0.23): larger models prefer memorised" in t
+    assert "mechanism" not in t
+
+
+def test_inverse_scaling_bullets_are_short():
+    # at most about 60 words a bullet; hedges live in the notebook's Caveats
+    for b in bullets("03_inverse_scaling"):
+        assert len(b.split()) <= 62, b
 
 
 def test_inverse_scaling_says_a_failed_recount_and_what_the_ladder_cannot_tell():
@@ -126,10 +141,14 @@ def test_inverse_scaling_says_a_failed_recount_and_what_the_ladder_cannot_tell()
     s["neqa_gpt3_recount"]["matches_compiled_table"] = False
     s["ladder_probe_interaction"]["interaction"]["ci"] = [-0.1, 0.2]
     s["ladder_neqa_same_letter"] = {m: 0.6 for m in s["ladder_neqa_same_letter"]}
+    s["obsscaling_inverse_fdr"]["pooled"] = []
     t = text("03_inverse_scaling", s)
     assert "NOT equal to the table compiled from the same files" in t
     assert "the ladder cannot tell whether frequency changes how accuracy scales" in t
     assert "same letter" not in t and "beyond models this small" not in t
+    # NeQA's own call is then given, from the clustered test (no item changes its answer: flat, said so)
+    assert "NeQA 0.46, flat (no item's answer changes between models)" in t
+    assert "FDR control: 0 inverse calls survive;" in t
 
 
 def test_extrapolation_known_answers():

@@ -6,8 +6,8 @@ Every example is scored with the prize's method (``scoring.evaluate_rows``: summ
 prize loss, acc_norm), and kept per example, so the same scores can be split afterwards: NeQA by plain and negated
 question, the corpus probes by how often the phrase occurs in the training text.
 
-The x of every trend test is the model's training compute C = 6·N·D (standard count, with the head), as the issue
-asks; for a compute-optimal family it orders the models exactly as N does.
+The x of every trend test is the model's training compute C = 6·N·D (standard count, with the head);
+for a compute-optimal family it orders the models exactly as N does.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from scalinglab.harness.findings.format import (
     _Summary,
     dec,
     interval,
-    pct,
     pval,
     sig,
 )
@@ -20,107 +19,122 @@ from scalinglab.harness.findings.format import (
 
 def inverse_scaling(summary: Mapping[str, Any]) -> list[Finding]:
     s = _Summary("03_inverse_scaling", summary)
-    out = []
+    return _cap([_neqa_gpt3(s), _obsscaling(s), _truthfulqa(s), _pythia(s), _ladder_finding(s), _probe_finding(s)])
 
+
+def _signed(ci, level: str = "95%") -> str:
+    return interval(ci, lambda v: dec(v, 2, sign=True), level)
+
+
+def _neqa_gpt3(s: _Summary) -> Finding:
+    """Section 2-3: GPT-3 on NeQA, the trend tested clustered by question."""
     acc = s.sub("neqa_gpt3_accuracy")
-    models = list(acc.data)
-    recount = s.sub("neqa_gpt3_recount")
-    matches = recount("matches_compiled_table")
-    t, own, tol = s.sub("neqa_gpt3_trend"), s.sub("neqa_gpt3_own_scale"), s.sub("neqa_gpt3_tolerable_scatter")
-    out.append(Finding(
-        "NeQA on GPT-3, a recount of the prize pipeline's per-example outputs (no independent published source "
-        "offline; " + ("equal to the table compiled from the same files" if matches
-                       else "NOT equal to the table compiled from the same files")
-        + "): accuracy " + ", ".join(f"{m} {dec(acc(m), 2)}" for m in models)
-        + f" (chance 0.50), called {t('trend')} by the binomial GLM ({pval(t('p_trend'))}; slope "
-        f"{dec(t('slope'), 2, sign=True)} logit per decade). That is significant against sampling noise only: with "
-        f"four models the test against between-model scatter has no power (F(2, {sig(own('df'), 1)}), "
-        f"{pval(own('p_trend'))}), and the call holds while that scatter's sd is below "
-        f"{dec(tol('max_between_model_sd'), 3)} in accuracy."))
+    c, tol = s.sub("neqa_gpt3_clustered"), s.sub("neqa_gpt3_tolerable_scatter")
+    matches = s("neqa_gpt3_recount", "matches_compiled_table")
+    return Finding(
+        "NeQA on GPT-3, recounted from the prize pipeline's outputs"
+        + ("" if matches else " (NOT equal to the table compiled from the same files)")
+        + ": accuracy " + ", ".join(f"{m} {dec(acc(m), 2)}" for m in acc.data) + " (chance 0.50). Clustered by "
+        f"question, the slope is {dec(c('slope'), 2, sign=True)} logit per decade "
+        + _signed(c("ci"), f"95% over {c('n_items')} questions")[:-1]
+        + f"; {pval(c('p_linear'))}): {c('trend')}. With {c('n_models')} models, this holds while the scatter "
+        f"between models stays below sd {dec(tol('max_between_model_sd'), 3)}.")
 
-    counts, disp = s.sub("obsscaling_counts"), s.sub("obsscaling_pooled_dispersion")
-    benches = counts("benchmarks")
-    tot = {k: sum(disp(b, k) for b in benches) for k in ("binomial_fdr", "pooled_fdr", "pooled_no_stablelm_fdr")}
-    out.append(Finding(
-        f"ObsScaling: {counts('models')} models in {counts('families')} families, {counts('tested_families')} families "
-        f"tested on {len(benches)} benchmarks ({counts('tests')} tests). Trends that survive FDR control: "
-        f"{tot['binomial_fdr']} with binomial errors, {tot['pooled_fdr']} with the pooled between-model scale, "
-        f"{tot['pooled_no_stablelm_fdr']} with the mixed-recipe StableLM family left out of the scale."))
 
+def _obsscaling(s: _Summary) -> Finding:
+    """ObsScaling: how many inverse calls survive FDR control with the between-model scale in the variance."""
+    counts, inv = s.sub("obsscaling_counts"), s("obsscaling_inverse_fdr", "pooled")
+    scales = s.sub("obsscaling_scale_range")
+    by: dict[str, list[str]] = {}
+    for h in inv:
+        by.setdefault(h["benchmark"], []).append(h["family"])
+    where = "; ".join(f"{b}: {', '.join(f)}" for b, f in sorted(by.items(), key=lambda kv: -len(kv[1])))
+    fall = s("obsscaling_detectable_fall", "median_by_benchmark").values()
+    return Finding(
+        f"ObsScaling ({counts('models')} models, {counts('tested_families')} families, {len(counts('benchmarks'))} "
+        f"benchmarks, {counts('tests')} tests), with the between-model scatter in the variance (scale pooled per "
+        f"benchmark, up to {sig(scales('counts')[1], 3)}) and FDR control: {len(inv)} inverse calls survive"
+        + (f" ({where})" if inv else "") + f"; {scales('positive_pooled_fdr')} pairs improve. With 80% power a "
+        f"family's test detects only falls of {_span(list(fall), lambda v: sig(v, 2))} accuracy points per decade "
+        "of compute.")
+
+
+def _truthfulqa(s: _Summary) -> Finding:
     tq, tq_test = s.sub("truthfulqa_family_trends"), s.sub("truthfulqa_test")
-    by = {}
+    by: dict[str, list[str]] = {}
     for fam, rec in tq.data.items():
         by.setdefault(rec["pooled_fdr"], []).append(fam)
-    lost = [f for f, r in tq.data.items() if r["binomial"] == "inverse" and r["pooled_fdr"] != "inverse"]
     inv = sorted(by.get("inverse", []))
-    out.append(Finding(
-        f"TruthfulQA, an MC2 score (not a count), tested by a quasi-binomial GLM with the pooled scale estimated "
-        f"({dec(tq_test('scale'), 2)} on {sig(tq_test('df'), 2)} df, F tests) and FDR control: {len(inv)} of "
-        f"{len(tq.data)} families get worse with compute ({', '.join(inv) or 'none'}), {len(by.get('positive', []))} "
-        f"improve, {len(by.get('flat', []))} show no detectable trend"
-        + (f"; {', '.join(lost)}'s inverse call does not survive FDR control." if lost else ".")))
+    return Finding(
+        f"TruthfulQA (MC2, a bounded score; quasi-binomial, scale {dec(tq_test('scale'), 2)} estimated on "
+        f"{sig(tq_test('df'), 2)} df, FDR 0.05): {len(inv)} of {len(tq.data)} families get worse with compute "
+        f"({', '.join(inv) or 'none'}), {len(by.get('positive', []))} improve, {len(by.get('flat', []))} show no "
+        "detectable trend.")
 
-    py, py_fdr = s.sub("pythia_trend_counts"), s.sub("pythia_trend_counts_fdr")
+
+def _pythia(s: _Summary) -> Finding:
+    """Pythia: the calls after FDR control, and the smallest fall the tests could have detected."""
+    py, py_fdr, pw = s.sub("pythia_trend_counts"), s.sub("pythia_trend_counts_fdr"), s.sub("pythia_power")
     suites = list(py_fdr.data)
-    n_bench = {x: sum(py_fdr(x).values()) for x in suites}
-    n_desc = (f"{n_bench[suites[0]]} zero-shot benchmarks per suite" if len(set(n_bench.values())) == 1
-              else ", ".join(f"{n_bench[x]} in {x}" for x in suites))
     each = lambda key, table=py_fdr: " and ".join(str(table(x, key)) for x in suites)  # noqa: E731
-    inv_fdr = sum(py_fdr(x, "inverse") for x in suites)
-    out.append(Finding(
-        f"Pythia ({' and '.join(suites)}, {n_desc}): after FDR control {each('inverse')} inverse "
-        f"({each('inverse', py)} before), {each('curved')} curved, {each('positive')} positive, the rest flat: "
-        + ("on one family trained on one dataset, nothing scales inversely." if inv_fdr == 0
-           else "some benchmarks scale inversely even on one family trained on one dataset.")))
+    fdr = [m for m in pw("medians") if m["level"] == "FDR"]
 
-    out.append(_ladder_finding(s))
-    out.append(_probe_finding(s))
-    return _cap(out)
+    def worst(kind: str) -> str:  # the suite with less power: what neither suite could exclude
+        return dec(max(m["points_per_decade"] for m in fdr if m["kind"] == kind), 1)
+
+    return Finding(
+        f"Pythia ({' and '.join(suites)}, {pw('benchmarks')} zero-shot benchmarks, {pw('mmlu_subjects')} of them MMLU "
+        f"subjects near chance, {'no' if not pw('prize_tasks') else 'some'} prize task): after FDR control "
+        f"{each('inverse')} inverse ({each('inverse', py)} before), {each('positive')} positive. These tests detect, "
+        f"with {pw('power'):.0%} power, only falls of about {worst('MMLU subjects')} accuracy points per decade of "
+        f"parameters (median MMLU subject) or {worst('other benchmarks')} (other benchmarks).")
 
 
 def _probe_finding(s: _Summary) -> Finding:
-    """Notebook 03 section 4: the memorised-phrase trap built from the ladder's own training text."""
+    """Notebook 03 section 4: the memorised-phrase probes built from the ladder's own training text."""
     rows = s("ladder_probes")
     top = max(r["compute"] for r in rows)
     largest = {r["bin"]: r for r in rows if r["compute"] == top}
     b3 = s("ladder_probe_interaction", "interaction")
     lo, hi = b3["ci"]
-    verdict = ("larger models lose more on frequent phrases, the trap's mechanism" if hi < 0 else
-               "larger models gain more on frequent phrases" if lo > 0 else
+    verdict = ("larger models prefer memorised continuations more, the more often they saw the phrase" if hi < 0
+               else "larger models prefer memorised continuations less" if lo > 0 else
                "the ladder cannot tell whether frequency changes how accuracy scales")
+    never, common = largest["never"], largest["very_common"]
+    two = lambda r, level="95%": interval((r["ci_low"], r["ci_high"]), lambda v: dec(v, 2), level)  # noqa: E731
     return Finding(
-        f"Memorised-phrase probes from the ladder's own training text ({largest['never']['n']} phrases per bin of "
-        f"training count): the largest model answers the asked-for word on {dec(largest['never']['accuracy'], 2)} "
-        f"{interval((largest['never']['ci_low'], largest['never']['ci_high']), lambda v: dec(v, 2))} of never-seen "
-        f"phrases and {dec(largest['very_common']['accuracy'], 2)} "
-        f"{interval((largest['very_common']['ci_low'], largest['very_common']['ci_high']), lambda v: dec(v, 2))} "
-        f"of very common ones; the compute-by-frequency interaction is {dec(b3['coef'], 2, sign=True)} "
-        f"{interval((lo, hi), lambda v: dec(v, 2, sign=True))}: {verdict}.")
+        f"Probes from the ladder's own training text ({never['n']} phrases per bin of training count): the largest "
+        f"model picks the asked-for word on {dec(never['accuracy'], 2)} {two(never, '95% over phrases')} "
+        f"of never-seen phrases and {dec(common['accuracy'], 2)} {two(common)} of very common ones. "
+        f"Compute-by-frequency interaction {dec(b3['coef'], 2, sign=True)} "
+        + _signed((lo, hi), "95%, clustered by item,") + f": {verdict}.")
 
 
 def _ladder_finding(s: _Summary) -> Finding:
-    """Notebook 03 section 4: our own trained ladder on the prize's tasks."""
+    """Notebook 03 section 4: our own trained ladder on the prize's tasks, tested clustered by item."""
     models = s("ladder", "models")
-    calls = {r["group"]: r for r in s("ladder_prize_trends")}
+    calls = {r["group"]: r for r in s("ladder_prize_clustered")}
     prize = s("ladder_prize")
 
-    def task(name: str) -> str:
-        accs = [r["accuracy"] for r in prize if r["task"] == name]
-        r = calls[name]
-        call = ("too few models to test" if r["trend"] == "insufficient"
-                else f"called {r['trend']} ({pval(r['p_trend'])})")
-        return f"{_span(accs, lambda v: dec(v, 2))}, {call}"
+    def accs(name: str) -> str:
+        return _span([r["accuracy"] for r in prize if r["task"] == name], lambda v: dec(v, 2))
 
-    gap = s("ladder_neqa_negated_minus_plain")[-1]
     same = min(s("ladder_neqa_same_letter").values())
-    letters = ("every model gives the same letter to every question" if same == 1 else
-               f"every model gives one letter to at least {pct(same, 0)} of the questions")
-    neqa = task("neqa") + (f", but {letters}, so NeQA is beyond models this small" if same >= 0.9 else "")
+    neqa = (f"NeQA {accs('neqa')}, "
+            + ("every model giving the same letter to every question, so NeQA is beyond models this small"
+               if same == 1 else f"each model giving one letter to at least {same:.0%} of the questions"
+               if same >= 0.9 else _call(calls["neqa"])))
+    memo = calls["memo-trap"]
     n_std = [m["n_standard"] for m in models]
-    c = [m["compute"] for m in models]
     return Finding(
         f"Our own ladder, {len(models)} GPTs trained on Gutenberg ({sig(min(n_std))} to {sig(max(n_std))} parameters, "
-        f"{sig(min(c))} to {sig(max(c))} FLOP), scored with the prize's method: NeQA accuracy {neqa}; Memo "
-        f"Trap {task('memo-trap')}; negated minus plain NeQA questions on the largest model "
-        f"{dec(gap['difference'], 2, sign=True)} "
-        f"{interval((gap['ci_low'], gap['ci_high']), lambda v: dec(v, 2, sign=True))}.")
+        f"one seed each), scored as the prize does: {neqa}; Memo Trap {accs('memo-trap')}, {_call(memo)}.")
+
+
+def _call(r: Mapping[str, Any]) -> str:
+    if r["trend"] == "insufficient":
+        return "too few models to test"
+    if r.get("note", "").startswith("no item"):
+        return "flat (no item's answer changes between models)"
+    return (f"{r['trend']} clustered by item (slope {dec(r['slope'], 2, sign=True)} logit per decade, "
+            + _signed(r["ci"], f"95% over {r['n_items']} items")[1:])
