@@ -4,6 +4,7 @@ line naming the flag, value or file, with exit 2: never a traceback, a hang or g
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import refused
 from scalinglab import cli
@@ -67,3 +68,61 @@ def test_a_real_edited_database_is_one_line(tmp_path, capsys):
     assert cli.main(["sweep-report", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and str(db) in err
+
+
+# --- intervals only where the resamples can support them ----------------------------------------------------
+
+def test_a_level_the_resamples_cannot_support_is_refused(capsys):
+    # 20 resamples printed a "100% interval (20 of 20 resamples)" for --level 0.999999: just the extremes.
+    refused(capsys, ["fit", str(EXAMPLE), "--bootstrap", "20", "--level", "0.999999"],
+            "--level 0.999999 with --bootstrap 20", "at least 2,000,000 resamples")
+    refused(capsys, ["fit", str(EXAMPLE), "--bootstrap", "39", "--level", "0.95"], "at least 40 resamples")
+
+
+def test_a_cluster_bootstrap_over_too_few_groups_is_refused(tmp_path, capsys):
+    # Three groups give 10 distinct resamples; their "95% interval" for E was [2e-09, 4.33].
+    rows = Path(EXAMPLE).read_text().splitlines()
+    path = tmp_path / "grouped.csv"
+    path.write_text("\n".join([rows[0] + ",lab"] + [f"{r},{i % 3}" for i, r in enumerate(rows[1:])]) + "\n")
+    refused(capsys, ["fit", str(path), "--bootstrap", "100", "--bootstrap-by", "lab"],
+            "needs at least 5 of them", "fall in 3")
+
+
+def test_identical_tables_are_not_compared(capsys):
+    refused(capsys, ["compare", str(EXAMPLE), str(EXAMPLE), "--bootstrap", "50"], "hold the same runs")
+
+
+# --- extrapolations are said beside the number ----------------------------------------------------------------
+
+def test_design_warns_when_the_target_is_far_beyond_the_runs(capsys):
+    argv = DESIGN[:2] + ["--target", "1e40", "--budget-left", "1e12", "--bootstrap", "20", "--sims", "2",
+                         "--resamples", "10"]
+    assert cli.main(argv) == 0
+    assert "WARNING: the target lies 28.00 decades of compute above the largest fitted run" in capsys.readouterr().out
+
+
+def test_compare_laws_warns_when_at_is_beyond_the_runs(capsys):
+    argv = ["compare-laws", str(EXAMPLE), "--law", "chinchilla", "--law", "kaplan", "--at", "n=1e15,d=1e18"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: --at lies outside the runs (n 9.78 decades above" in out
+
+
+def test_the_distance_of_a_huge_run_names_the_right_axis():
+    # 6·N·D overflowed to inf for N = 1e308, and "beyond" then blamed C alone.
+    from scalinglab.fitting.domain import Domain
+
+    dom = Domain.from_runs([1e7, 1e8, 1e9], [1e9, 1e10, 2e9])
+    d = dom.distance([1e308], [1e9])
+    assert d["decades_N"][0] == pytest.approx(299.0) and np.isfinite(d["decades_C"][0])
+
+
+def test_a_closed_pipe_is_not_an_error(capsys, monkeypatch):
+    # `scalinglab fit ... | head`: BrokenPipeError is an OSError, and must not be reported as one.
+    def raise_pipe(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    args = cli.build_parser().parse_args(["fit", str(EXAMPLE)])
+    monkeypatch.setattr(cli, "build_parser", lambda: _FixedParser(args, raise_pipe))
+    assert cli.main(["fit", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().err == ""

@@ -101,6 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"scalinglab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `scalinglab ... | head` closed the pipe: not an error. Point stdout at
+        # devnull so the interpreter's final flush does not raise again.
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):   # no real file behind stdout (io.UnsupportedOperation is a ValueError)
+            pass
+        return 0
     except OSError as exc:
         # Anything the commands did not word themselves (a permission, a full disk): the file and the reason.
         where = f"{exc.filename}: " if exc.filename else ""
@@ -118,13 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scalinglab {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # `scalinglab ... | head` closed the pipe: not an error. Point stdout at
-        # devnull so the interpreter's final flush does not raise again.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

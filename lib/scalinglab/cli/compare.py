@@ -61,7 +61,10 @@ def register(sub) -> None:
 def _run(args) -> int:
     import sys
 
+    import numpy as np
+
     from scalinglab.cli.tables import check_level, check_resampling
+    from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.compare import compare
     from scalinglab.serialization import dumps
@@ -71,6 +74,10 @@ def _run(args) -> int:
     if args.compute:
         F.check_budgets(args.compute)
     a, b = (read_runs(path, args, args.bootstrap_by) for path in (args.a, args.b))
+    if all(np.array_equal(np.asarray(x, float), np.asarray(y, float)) for x, y in zip(a[:3], b[:3])):
+        # The same runs twice: every difference is exactly 0 and "P(a better than b) = 0.000" would read as a verdict.
+        raise UserError(f"{args.a} and {args.b} hold the same runs (N, D and loss equal row by row): there is "
+                        "nothing to compare")
     res = compare(a[:3], b[:3], labels=(args.a, args.b), budgets=args.compute or (), n_boot=args.bootstrap,
                   seed=args.seed, level=args.level, groups=(a[3], b[3]), unit=args.bootstrap_by or "groups",
                   progress=sys.stderr.isatty())

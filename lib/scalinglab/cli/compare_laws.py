@@ -111,8 +111,36 @@ def _run(args) -> int:
                       progress=sys.stderr.isatty())
     except UserError as exc:
         raise UserError(f"{label}: {named_row(exc, table)}") from None
-    print(dumps({"source": label, **res.to_dict()}) if args.json else res.summary(label))
+    beyond = _beyond_runs(at, cols, table) if at else {}
+    if args.json:
+        print(dumps({"source": label, **res.to_dict(), "at_decades_beyond_runs": beyond}))
+        return 0
+    print(res.summary(label))
+    far = {role: d for role, d in beyond.items() if d != 0}
+    if far:
+        where = ", ".join(f"{role} {abs(d):.2f} decades {'above' if d > 0 else 'below'}" for role, d in far.items())
+        print(f"WARNING: --at lies outside the runs ({where} their range): each law's value there extrapolates its "
+              "form, which the runs cannot check")
     return 0
+
+
+def _beyond_runs(at: dict[str, float], cols, table) -> dict[str, float]:
+    """Per --at role: signed decades beyond the range of that role's column in the table (0 inside)."""
+    import math
+
+    out = {}
+    for role, value in at.items():
+        col = cols.for_role(role) if role in ("n", "d", "u", "x", "loss") else None
+        try:
+            vals = [float(v) for v in table[col]] if col in table else []
+        except (TypeError, ValueError):
+            vals = []
+        vals = [v for v in vals if v > 0 and math.isfinite(v)]
+        if not vals:
+            continue
+        lo, hi, x = math.log10(min(vals)), math.log10(max(vals)), math.log10(value)
+        out[role] = x - hi if x > hi else x - lo if x < lo else 0.0
+    return out
 
 
 class _Lenient:

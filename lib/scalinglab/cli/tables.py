@@ -24,6 +24,22 @@ def check_resampling(args) -> None:
     check_resample_count(args.bootstrap)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, not {args.seed}")
+    level = getattr(args, "level", None)
+    if args.bootstrap >= 2 and isinstance(level, float) and 0 < level < 1:
+        check_level_supported(args.bootstrap, level)
+
+
+def check_level_supported(n_boot: int, level: float) -> None:
+    """A percentile interval at ``level`` from ``n_boot`` resamples: each tail must hold at least one resample,
+    or the interval is just the extremes (20 resamples printed a "100% interval" for --level 0.999999)."""
+    import math
+
+    from scalinglab.errors import UserError
+
+    need = math.ceil(2 / (1 - level) - 1e-9)
+    if n_boot < need:
+        raise UserError(f"--level {level:g} with --bootstrap {n_boot}: each tail of the interval would hold "
+                        f"{n_boot * (1 - level) / 2:.2g} resamples; that level needs at least {need:,} resamples")
 
 
 def no_rows(where) -> str:

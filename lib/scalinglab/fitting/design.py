@@ -162,6 +162,7 @@ class DesignResult:
     n_sims: int
     n_resamples: int
     n_candidates: int
+    target_beyond: float = 0.0           # decades of compute the target lies above the largest fitted run
 
     @property
     def width(self) -> float:
@@ -174,7 +175,7 @@ class DesignResult:
                             "expected_width_decades": self.width,
                             "expected_shrinkage": 1 - self.width / self.width_now,
                             "proposal": self.proposal, "n_sims": self.n_sims, "n_resamples": self.n_resamples,
-                            "n_candidates": self.n_candidates})
+                            "n_candidates": self.n_candidates, "target_decades_beyond_runs": self.target_beyond})
 
     def summary(self) -> str:
         pct = f"{round(self.level * 100):d}%"
@@ -199,6 +200,10 @@ class DesignResult:
             lines += ["", f"your proposal ({p['source']}): {p['n']} runs, {p['C']:.3g} of {self.budget_left:.3g} FLOP; "
                           f"expected width {p['width']:.3f} decades: shrinks the interval by {p['shrinkage']:.0%}"]
         lines += ["", "by simulation under the fitted law's form (new losses = a bootstrap law + residual noise)"]
+        if self.target_beyond > 0:
+            lines.append(f"WARNING: the target lies {self.target_beyond:.2f} decades of compute above the largest "
+                         "fitted run: N_opt there, and how much new runs narrow it, extrapolate the law's form, which "
+                         "the runs cannot check there")
         return "\n".join(lines)
 
 
@@ -276,4 +281,5 @@ def design(result: FitResult, N, D, L, *, target: float, budget_left: float, k: 
     ci = tuple(float(x) for x in np.percentile(10 ** reps, [(1 - bs.level) / 2 * 100, (1 + bs.level) / 2 * 100]))
     return DesignResult(target=target, budget_left=budget_left, n_runs=len(np.asarray(N)), level=level,
                         width_now=width_now, n_opt=float(result.n_opt(target)), n_opt_ci=ci, proposed=proposed,
-                        proposal=prop, n_sims=n_sims, n_resamples=n_resamples, n_candidates=len(cN))
+                        proposal=prop, n_sims=n_sims, n_resamples=n_resamples, n_candidates=len(cN),
+                        target_beyond=max(0.0, float(np.log10(target) - domain.hi[2])))

@@ -73,7 +73,9 @@ class Domain:
 
 def _logs(N, D) -> np.ndarray:
     N, D = np.broadcast_arrays(np.asarray(N, float).ravel(), np.asarray(D, float).ravel())
-    return np.column_stack([np.log10(N), np.log10(D), np.log10(6.0 * N * D)])
+    # log10 C as a sum of logs: 6·N·D overflows for N or D near 1e308 and would report the wrong axis.
+    lN, lD = np.log10(N), np.log10(D)
+    return np.column_stack([lN, lD, np.log10(6.0) + lN + lD])
 
 
 def describe(row: dict[str, Any]) -> str:
