@@ -120,7 +120,7 @@ def _checkpoint_tokenizer(meta: dict, vocab_size: int, tokenizer=None, folder: P
         return bpe_from_file(folder / "tokenizer.json", spec if isinstance(spec, str) else "tokenizer.json")
     if spec is None:
         raise UserError(f"the checkpoint's meta names no tokenizer and its vocabulary ({vocab_size}) is not GPT-2's")
-    return get_tokenizer(spec if isinstance(spec, str) else spec["name"])
+    return get_tokenizer(spec if isinstance(spec, str) else spec["name"], train=False)
 
 
 def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None) -> GPTCheckpointLM:
@@ -131,6 +131,7 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such checkpoint")
+    _check_manifest(path)
     try:
         model, meta = load_checkpoint(path, map_location="cpu")
     except (KeyError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # EOF: an empty file
@@ -138,6 +139,27 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
         raise UserError(f"{path}: not a scalinglab GPT checkpoint ({why})") from None
     tok = _checkpoint_tokenizer(meta, model.config.vocab_size, tokenizer, folder=path.parent)
     return GPTCheckpointLM(model, tok, name=name or path.stem, meta=meta)
+
+
+def _check_manifest(path: Path) -> None:
+    """A checkpoint in an exported folder (one with manifest.json) must match the manifest's sha256 for it, as
+    ``load_family`` requires of the whole folder: scoring an altered file would report the manifest's model."""
+    import json
+
+    from scalinglab.data import sha256_of
+
+    manifest = path.parent / "manifest.json"
+    if not manifest.is_file():
+        return
+    try:
+        models = json.loads(manifest.read_text())["models"]
+        entry = next((m for m in models if m.get("file") == path.name), None)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UserError(f"{manifest}: not a readable model manifest") from None
+    if entry is None:
+        raise UserError(f"{path}: not listed in its folder's {manifest.name}")
+    if sha256_of(path) != entry.get("sha256"):
+        raise UserError(f"{path}: its sha256 differs from {manifest.name}'s (the file was altered or damaged)")
 
 
 def ladder_checkpoints(folder: Path | str) -> list[Path]:

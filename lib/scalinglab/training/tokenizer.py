@@ -72,7 +72,7 @@ def _gpt2() -> Tokenizer:
     return Tokenizer("gpt2", enc.n_vocab, enc.eot_token, enc.encode_ordinary_batch, enc.decode)
 
 
-def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
+def _bpe(vocab_size: int, train_bytes: int, train: bool = True) -> Tokenizer:
     """A byte-level BPE trained on the corpus' first ``train_bytes`` of training text, cached as JSON."""
     from tokenizers import ByteLevelBPETokenizer
 
@@ -81,6 +81,9 @@ def _bpe(vocab_size: int, train_bytes: int) -> Tokenizer:
 
     name = f"bpe{vocab_size}-t{train_bytes}"
     path = cache_root() / "tokenizers" / f"{corpus.CORPUS}-{name}.json"
+    if not path.is_file() and not train:
+        raise UserError(f"tokenizer {name!r} is not in the cache ({path}); it is built by the sweep that trains "
+                        "with it, never because a checkpoint names it")
     if not path.is_file():
         bpe = ByteLevelBPETokenizer()
         texts = (b["text"] for b in corpus.books("train", max_bytes=train_bytes))  # streamed, book by book
@@ -109,8 +112,9 @@ def bpe_from_file(path: Path | str, name: str) -> Tokenizer:
     return Tokenizer(name, hf.get_vocab_size(), hf.token_to_id(EOT), encode_batch, hf.decode)
 
 
-def get_tokenizer(spec: str) -> Tokenizer:
-    """``gpt2``, ``bpe<V>`` (trained on 2 MB) or ``bpe<V>-t<BYTES>``."""
+def get_tokenizer(spec: str, train: bool = True) -> Tokenizer:
+    """``gpt2``, ``bpe<V>`` (trained on 2 MB) or ``bpe<V>-t<BYTES>``. ``train=False``: a BPE tokenizer must
+    already be in the cache (a checkpoint naming one must never start training it)."""
     if spec == "gpt2":
         return _gpt2()
     m = re.fullmatch(r"bpe(\d+)(?:-t(\d+))?", spec)
@@ -119,7 +123,7 @@ def get_tokenizer(spec: str) -> Tokenizer:
     vocab = int(m.group(1))
     if not 257 <= vocab <= MAX_UINT16_VOCAB:
         raise UserError(f"tokenizer {spec!r}: vocabulary must be 257..{MAX_UINT16_VOCAB} for byte-level BPE in uint16")
-    return _bpe(vocab, int(m.group(2) or 2_000_000))
+    return _bpe(vocab, int(m.group(2) or 2_000_000), train=train)
 
 
 # --- text sources --------------------------------------------------------------------------
