@@ -82,8 +82,8 @@ def test_inverse_eval_scores_a_checkpoint(mirror, tiny_checkpoint, capsys):
     (["--task", "neqq", "--model", "x.pt"], "unknown inverse-scaling task 'neqq'"),
     (["--task", "neqa", "--model", "missing.pt"], "missing.pt: no such checkpoint"),
     (["--task", "neqa", "--model", "gpt2"], "unknown model 'gpt2'"),
-    (["--task", "neqa", "--model", "x.pt", "--limit", "0"], "--limit must be at least 1"),
-    (["--task", "neqa", "--model", "x.pt", "--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--task", "neqa", "--model", "x.pt", "--limit", "0"], "--limit must be >= 1, not 0"),
+    (["--task", "neqa", "--model", "x.pt", "--batch-size", "0"], "--batch-size must be >= 1, not 0"),
 ])
 def test_inverse_eval_bad_input_exits_2(mirror, capsys, argv, message):
     assert main(["inverse-eval", *argv]) == 2
