@@ -68,3 +68,27 @@ def test_a_checkpoint_that_differs_from_its_manifest_is_refused(tmp_path):
     shutil.copy(files[1], files[0])                    # another valid model under the first one's name
     with pytest.raises(UserError, match="its sha256 differs from manifest.json's"):
         load_checkpoint_lm(files[0])
+
+
+def test_a_pickled_hugging_face_folder_is_one_line(tmp_path):
+    pytest.importorskip("transformers")
+    import pickle
+
+    from scalinglab.inverse_scaling.adapters import load_lm
+
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2, '
+                                        '"vocab_size": 16, "n_positions": 8}')
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"not": "tensors"}))
+    with pytest.raises(UserError) as err:
+        load_lm(f"hf:{folder}")
+    assert "\n" not in str(err.value) and "could not load Hugging Face model" in str(err.value)
+
+
+def test_a_spec_without_a_model_is_named(tmp_path):
+    from scalinglab.training.sweep.report import _model_spec
+
+    assert _model_spec('{"model": {"width": 8, "depth": 1, "vocab_size": 9, "seq_len": 4}}')["width"] == 8
+    with pytest.raises(UserError, match="no usable model shape .*KeyError.*edited or damaged"):
+        _model_spec('{"train": {}}')

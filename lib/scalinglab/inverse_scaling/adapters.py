@@ -22,6 +22,7 @@ all continue from its prompt's cache.
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 from scalinglab.errors import UserError
@@ -221,8 +222,12 @@ def load_hf(name: str, **kwargs) -> HFCausalLM:
     except ImportError:
         raise UserError("Hugging Face models need transformers: pip install 'scalinglab[hf]'") from None
     def load(**kw):
+        import warnings
+
         tok = AutoTokenizer.from_pretrained(name, **kw)
-        return tok, AutoModelForCausalLM.from_pretrained(name, dtype="float32", **kw)
+        with warnings.catch_warnings():   # torch warns before refusing a pickled file; the refusal says enough
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return tok, AutoModelForCausalLM.from_pretrained(name, dtype="float32", **kw)
 
     try:
         try:  # a local folder or the local cache answers at once, with no network
@@ -237,8 +242,11 @@ def load_hf(name: str, **kwargs) -> HFCausalLM:
                 raise UserError(f"Hugging Face model {name!r} is not in the local cache and {why}; "
                                 "download it on a connected machine or give a local folder") from None
             tok, model = load(**kwargs)
-    except (OSError, ValueError) as exc:  # ValueError: a local folder that holds no usable model or tokenizer
-        raise UserError(f"could not load Hugging Face model {name!r}: {str(exc).splitlines()[0]}") from None
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError, RuntimeError) as exc:
+        # ValueError: a folder with no usable model or tokenizer; UnpicklingError: a pickled pytorch_model.bin,
+        # which torch's weights_only loading refuses to run (the refusal is right; the traceback was not).
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"could not load Hugging Face model {name!r}: {first}") from None
     return HFCausalLM(model, tok, name=name)
 
 

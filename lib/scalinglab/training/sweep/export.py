@@ -71,6 +71,8 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
     rows = [r for r in _family_rows(db_path) if r[-1] == "finished"]
     if not rows:
         raise UserError(f"{db_path}: no finished runs to export")
+    if out.exists() and not out.is_dir():   # mkdir raised FileExistsError as a traceback
+        raise UserError(f"--export {out}: is a file, not a folder; give a folder to write the models in")
     out.mkdir(parents=True, exist_ok=True)
     models, tokenizers = [], set()
     for (run_id, width, depth, n_ne, n_std, n_tot, budget, loss, tokens, seconds, commit, profile, _) in rows:

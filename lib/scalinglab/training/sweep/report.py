@@ -42,6 +42,16 @@ def _usable_budgets(points):
     return sizes[sizes >= 4].index
 
 
+def _model_spec(spec: str) -> dict:
+    """A run's model shape from its stored spec, or a UserError saying the database was edited."""
+    try:
+        m = json.loads(spec)["model"]
+        return {k: m[k] for k in ("width", "depth", "vocab_size", "seq_len")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"a run's spec has no usable model shape ({type(exc).__name__}: {exc}); the sweep "
+                        "database was edited or damaged") from None
+
+
 def isoflop_points(db_path: Path | str):
     """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
     n_non_embedding, n_standard, n_total, flops (the budget C), tokens, loss (validation), replicate."""
@@ -444,7 +454,7 @@ def _throughput(runs: list[tuple]) -> dict:
         return dict(train_seconds=0.0, train_flops=0.0)
     flops = 0.0
     for spec, tokens, _, _, _ in runs:
-        m = json.loads(spec)["model"]
+        m = _model_spec(spec)
         flops += tokens * flops_per_token(m["width"], m["depth"], m["vocab_size"], seq_len=m["seq_len"]).with_attention
     seconds = sum(r[2] for r in runs)
     out = dict(train_seconds=round(seconds, 1), train_flops=flops, flops_per_s=flops / max(seconds, 1e-9))
