@@ -35,6 +35,7 @@ import numpy as np
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
+    MIN_GROUPS,
     FitOptions,
     Parametrisation,
     check_resample_count,
@@ -300,9 +301,6 @@ def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
 
 
-MIN_GROUPS = 5   # fewest groups a cluster bootstrap resamples (5 give 126 distinct resamples)
-
-
 def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
     """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
     with replacement, and every row counts as often as its group was drawn. With one row per group
@@ -350,9 +348,7 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
             raise UserError(f"{groups.size} group labels for {n} runs")
         _, inverse = np.unique(groups, return_inverse=True)
         n_units = int(inverse.max()) + 1
-        if n_units < MIN_GROUPS:
-            # k groups give only C(2k-1, k) distinct resamples (10 for 3): a 95% interval from them is a few
-            # fits repeated, printed as if it were a distribution.
+        if n_units < MIN_GROUPS:   # k groups give C(2k-1, k) distinct resamples: 10 for 3, no distribution
             raise UserError(f"a bootstrap over {unit} needs at least {MIN_GROUPS} of them to give an interval; the "
                             f"{n} runs fall in {n_units}")
     check_resample_count(n_boot)

@@ -35,6 +35,9 @@ BLOCK = 1 << 20
 MAX_RESAMPLES = 100_000
 
 
+MIN_GROUPS = 5   # fewest groups a cluster bootstrap resamples (5 give 126 distinct resamples)
+
+
 def check_resample_count(n_boot: int, flag: str = "--bootstrap") -> None:
     """A UserError stating the limit when ``n_boot`` resamples is more than ``MAX_RESAMPLES``."""
     if n_boot > MAX_RESAMPLES:
