@@ -126,3 +126,12 @@ def test_a_closed_pipe_is_not_an_error(capsys, monkeypatch):
     monkeypatch.setattr(cli, "build_parser", lambda: _FixedParser(args, raise_pipe))
     assert cli.main(["fit", str(EXAMPLE)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_delta_is_one_flag_for_every_law(capsys):
+    # Notebook 01 varies Hoffmann's δ; the command line can too, for Approach 3 and the registry's laws alike.
+    for law in ([], ["--law", "kaplan"]):
+        assert cli.main(["fit", str(EXAMPLE), "--delta", "0.01", "--json", *law]) == 0
+        out = capsys.readouterr().out
+        assert '"delta": 0.01' in out
+    refused(capsys, ["fit", str(EXAMPLE), "--delta", "-1"], "--delta must be a positive finite number")

@@ -59,6 +59,9 @@ def register(sub) -> None:
     p.add_argument("--tie-exponents", action="store_true",
                    help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
                         "parameters, so 8 runs are enough; a = b = 0.5 by construction")
+    p.add_argument("--delta", type=float, default=None, metavar="DELTA",
+                   help="the Huber threshold on log residuals (default 1e-3, Hoffmann et al.'s); smaller is closer "
+                        "to least absolute deviations, larger to least squares")
     p.add_argument("--solver", choices=("grid", "varpro"), default="grid",
                    help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
                         "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
@@ -97,8 +100,12 @@ def _options(args):
             fixed.append((canon, fixed_value(canon, value.strip())))
         except UserError as exc:
             raise UserError(f"--fix {text}: {exc}") from None
+    from scalinglab.cli.tables import check_delta
+
+    delta = check_delta(getattr(args, "delta", None))
     try:
-        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"))
+        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
+                            delta=delta)
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
         flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))
         raise UserError(f"{flags}: {exc}") from None

@@ -97,7 +97,7 @@ def run_fit(args, source, read_csv) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows, predict_from
+    from scalinglab.cli.tables import check_delta, check_level, check_resampling, named_row, no_rows, predict_from
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
     from scalinglab.fitting import laws as Lw
@@ -133,7 +133,7 @@ def run_fit(args, source, read_csv) -> int:
         if args.holdout and not held.any():
             raise UserError(f"{' or '.join(map(repr, args.holdout))} holds out none of the selected rows")
         res = Lw.fit_table(law, table, cols, keep & ~held, fixed=fixed, drop_highest=args.drop_highest,
-                           progress=progress, **boot)
+                           delta=check_delta(args.delta), progress=progress, **boot)
         if args.holdout:
             predictions = predict_rows(res, table, np.flatnonzero(held), cols)
             what = f"held out ({' or '.join(args.holdout)})"

@@ -79,6 +79,20 @@ def predict_from(path: str, where, read, predict):
                         else f"{path}: {named_row(exc, table)}") from None
 
 
+def check_delta(delta: float | None) -> float:
+    """--delta as given (a positive finite number), or Hoffmann et al.'s when not given."""
+    import math
+
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.huber import HUBER_DELTA
+
+    if delta is None:
+        return HUBER_DELTA
+    if not (math.isfinite(delta) and delta > 0):
+        raise UserError(f"--delta must be a positive finite number, not {delta:g}")
+    return delta
+
+
 def check_level(level: float) -> None:
     """--level, as every command with intervals takes it: strictly between 0 and 1."""
     from scalinglab.errors import UserError

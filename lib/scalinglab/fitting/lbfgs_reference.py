@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from scalinglab.fitting.approach3 import check_identifiable, progress_bar
+from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.options import hoffmann_grid
 from scalinglab.fitting.solver import objective, value_and_grad
 
 
-def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str = "sum", delta: float = 1e-3,
+def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str = "sum", delta: float = HUBER_DELTA,
                     progress: bool = False):
     """Hoffmann's procedure as written: scipy L-BFGS-B with its default tolerances from every start.
 

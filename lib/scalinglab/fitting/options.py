@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.law import PARAMS
 
 
@@ -57,7 +58,7 @@ def hoffmann_grid() -> np.ndarray:
 class FitOptions:
     """How to fit. The defaults are Hoffmann's method, done to convergence."""
 
-    delta: float = 1e-3            # Huber threshold on log residuals
+    delta: float = HUBER_DELTA     # Huber threshold on log residuals
     n_refine: int = 50             # best-scoring grid starts optimised together
     grid_iters: int = 60           # batched iterations for those starts before picking finalists
     n_polish: int = 3              # distinct best solutions then solved to convergence

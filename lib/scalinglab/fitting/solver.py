@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalinglab.fitting.huber import HUBER_DELTA, huber
 from scalinglab.fitting.options import BLOCK, Parametrisation
 
 
@@ -20,11 +21,6 @@ def row_blocks(K: int, n: int, block: int = BLOCK) -> list[slice]:
 
 
 # --- the objective ---------------------------------------------------------
-
-
-def _huber(r: np.ndarray, delta: float) -> np.ndarray:
-    ar = np.abs(r)
-    return np.where(ar <= delta, 0.5 * r * r, delta * (ar - 0.5 * delta))
 
 
 def law_terms(theta: np.ndarray, logN: np.ndarray, logD: np.ndarray):
@@ -44,14 +40,14 @@ def _jacobian(pE, pA, pB, logN, logD) -> np.ndarray:
     return np.stack([pE, pA, pB, -pA * logN, -pB * logD], axis=-1)
 
 
-def objective(theta, logN, logD, logL, delta=1e-3, weights=None, reduction="sum", block=BLOCK):
+def objective(theta, logN, logD, logL, delta=HUBER_DELTA, weights=None, reduction="sum", block=BLOCK):
     """Huber objective for one θ (5,) or many (K, 5); ``weights`` (n,) or (K, n) are resample counts.
     Summed over rows in ``row_blocks``."""
     th = np.atleast_2d(theta)
     W = None if weights is None else np.asarray(weights, float)
     out = np.zeros(len(th))
     for s in row_blocks(len(th), len(logL), block):
-        h = _huber(law_terms(th, logN[s], logD[s])[0] - logL[s], delta)
+        h = huber(law_terms(th, logN[s], logD[s])[0] - logL[s], delta)
         if W is not None:
             h = h * W[..., s]
         out += h.sum(axis=1)
@@ -66,7 +62,7 @@ def value_and_grad(theta, logN, logD, logL, delta, reduction="sum", weights=None
     r = pred[0] - logL
     w = np.ones_like(r) if weights is None else np.asarray(weights, float)
     J = _jacobian(pE[0], pA[0], pB[0], logN, logD)
-    f, g = (_huber(r, delta) * w).sum(), J.T @ (np.clip(r, -delta, delta) * w)
+    f, g = (huber(r, delta) * w).sum(), J.T @ (np.clip(r, -delta, delta) * w)
     if reduction == "mean":
         f, g = f / w.sum(), g / w.sum()
     return f, g
@@ -124,7 +120,7 @@ def _newton_and_irls_rows(theta, W, logN, logD, logL, delta):
     return g, H, H_irls
 
 
-def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=1e-3, lower=None, upper=None,
+def batched_solve(theta0, logN, logD, logL, *, weights=None, delta=HUBER_DELTA, lower=None, upper=None,
                   max_iter=100, tol=1e-8, gtol=1e-9, param: Parametrisation | None = None, block: int = BLOCK):
     """Minimise the summed (weighted) Huber objective from K starts at once.
 

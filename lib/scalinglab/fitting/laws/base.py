@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.huber import HUBER_DELTA, huber
 from scalinglab.fitting.results import ReplicateSpread
 from scalinglab.serialization import to_jsonable
 
-HUBER_DELTA = 1e-3   # Hoffmann et al.'s δ on log residuals
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
 SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
 AGREE = 3            # solved starts that reach the same lowest cost end the search
@@ -379,8 +379,7 @@ def _solve(prob: _Problem, starts: np.ndarray, kind: str, delta: float, *, first
 
 
 def _huber_cost(r, delta: float) -> float:
-    a = np.abs(r)
-    return float(np.sum(np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))))
+    return float(np.sum(huber(r, delta)))
 
 
 def _at_bound(prob: _Problem, z) -> tuple[str, ...]:

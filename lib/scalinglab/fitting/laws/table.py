@@ -16,6 +16,7 @@ import numpy as np
 
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.base import Law, LawFit, fit_law
 from scalinglab.serialization import to_jsonable
 
@@ -81,8 +82,8 @@ def inputs_at(law: Law, table, rows, cols: Columns) -> tuple[dict[str, np.ndarra
 
 
 def fit_table(law: Law, table, cols: Columns, rows=None, *, fixed=None, objective: str | None = None,
-              n_boot: int = 0, seed: int = 0, level: float = 0.95, groups: str | None = None,
-              drop_highest: int = 0, progress: bool = False) -> LawFit:
+              delta: float = HUBER_DELTA, n_boot: int = 0, seed: int = 0, level: float = 0.95,
+              groups: str | None = None, drop_highest: int = 0, progress: bool = False) -> LawFit:
     """Fit ``law`` to the table's ``rows`` (a mask, conditions ANDed, or None for all); ``groups``: a column
     whose values the bootstrap resamples whole; ``drop_highest``: leave out the K highest targets first."""
     mask = H.rows_mask(table, rows)
@@ -96,7 +97,7 @@ def fit_table(law: Law, table, cols: Columns, rows=None, *, fixed=None, objectiv
         keep = keep_below_highest(y, drop_highest)
         inputs, y, picked = {k: v[keep] for k, v in inputs.items()}, y[keep], picked[keep]
     labels = None if groups is None else H.group_labels(table, groups)[picked]
-    return fit_law(law, inputs, y, fixed=fixed, objective=objective, n_boot=n_boot, seed=seed, level=level,
+    return fit_law(law, inputs, y, fixed=fixed, objective=objective, delta=delta, n_boot=n_boot, seed=seed, level=level,
                    groups=labels, unit=groups or "groups", progress=progress)
 
 
