@@ -335,7 +335,8 @@ def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, appro
             # D = C/(6N) on these points, so tokens per parameter is C/(6N²): the larger N, the fewer.
             tpp = [C / (6 * n * n) for n in (n_c, n_hi, n_lo)]
             rows.append(_row(name, "ours", "chinchilla-isoflops", fit.exponent, fit.ci, 1 - fit.exponent,
-                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp[0], (tpp[1], tpp[2]), f"{pct} WLS t interval"))
+                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp[0], (tpp[1], tpp[2]),
+                             f"{pct} WLS t interval over budget optima"))
         else:
             bs = approach3.bootstrap
             q = [(1 - level) / 2, (1 + level) / 2]
