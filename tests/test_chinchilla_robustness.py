@@ -1,4 +1,4 @@
-"""The referee's checks of notebook 01 (scalinglab.papers.chinchilla_robustness): known answers on simulated data."""
+"""The robustness checks of notebook 01 (scalinglab.papers.chinchilla_robustness): known answers on simulated data."""
 
 import numpy as np
 import pandas as pd
@@ -148,3 +148,37 @@ def test_envelope_tokens_per_param_has_a_bootstrap_interval():
     assert 1 / 1.6 < fit.tokens_per_param(c)[0] / LAW.tokens_per_param(c) < 1.6
     narrow = fit.tokens_per_param(5.88e23, level=0.5)[1]
     assert lo <= narrow[0] <= narrow[1] <= hi
+
+
+def _approach_table(ours_a3=(0.514, 0.492, 0.542), ours_a2=(0.507, 0.476, 0.538)):
+    """approach_rows' shape: Hoffmann's Table 2 values of a beside ours (point, lo, hi)."""
+    rows = []
+    for name, (a, lo, hi) in (("Approach 1", (0.50, 0.488, 0.502)), ("Approach 2", (0.49, 0.462, 0.534)),
+                              ("Approach 3", (0.46, 0.454, 0.455))):
+        rows.append(R._row(name, "Hoffmann Table 2", "Hoffmann's runs", a, (lo, hi), 1 - a, (1 - hi, 1 - lo),
+                           np.nan, (np.nan, np.nan), "10th-90th"))
+        mine = {"Approach 2": ours_a2, "Approach 3": ours_a3}.get(name, (0.597, 0.571, 0.607))
+        rows.append(R._row(name, "ours", "x", mine[0], mine[1:], 1 - mine[0], (1 - mine[2], 1 - mine[1]),
+                           np.nan, (np.nan, np.nan), "80%", note="other suite" if name == "Approach 1" else ""))
+    return pd.DataFrame(rows)
+
+
+def test_held_values_names_what_each_interval_holds_and_excludes():
+    # Our Approach-3 interval (0.492, 0.542) holds Hoffmann's Approach-1 value 0.50 but not his Approach-2
+    # 0.49 (0.002 below its lower end) nor his Approach-3 0.46; the wider Approach-2 interval holds both 0.50 and 0.49.
+    held = R.held_values(_approach_table()).set_index(["ours", "hoffmann"])["held"]
+    assert held[("Approach 3", "Approach 1")] and not held[("Approach 3", "Approach 2")]
+    assert not held[("Approach 3", "Approach 3")]
+    assert held[("Approach 2", "Approach 1")] and held[("Approach 2", "Approach 2")]
+    assert not held[("Approach 2", "Approach 3")]
+    assert len(held) == 6                       # our Approach 1 (another suite) is not compared by default
+    # A closed interval: a value exactly at an end is held.
+    edge = R.held_values(_approach_table(ours_a3=(0.514, 0.49, 0.542))).set_index(["ours", "hoffmann"])["held"]
+    assert edge[("Approach 3", "Approach 2")]
+
+
+def test_decades_beyond_the_largest_run():
+    # The largest run is 6 · 1e9 · 2e11 = 1.2e21 FLOP; 5.88e23 lies log10(490) = 2.69 decades beyond it.
+    largest, decades = R.decades_beyond(5.88e23, [1e8, 1e9, 5e8], [1e10, 2e11, 1e11])
+    assert largest == pytest.approx(1.2e21)
+    assert decades == pytest.approx(np.log10(490))

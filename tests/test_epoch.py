@@ -62,3 +62,25 @@ def test_envelope_line_fits_120_characters_and_says_what_was_dropped():
     assert line.endswith("34% of resamples dropped")
     assert len(line) <= 120
     assert "dropped" not in epoch.envelope_line("x", SimpleNamespace(**{**vars(fit), "n_boot_failed": 0}))
+
+
+def test_p_text_prints_tiny_p_values_as_the_floor():
+    assert epoch.p_text(0.98699) == "p = 0.99"
+    assert epoch.p_text(2.8e-62) == "p < 1e-10" and epoch.p_text(5.7e-48) == "p < 1e-10"
+    assert epoch.p_text(2e-10) == "p = 2e-10"   # above the floor: the value itself
+
+
+def test_detectable_shift_has_the_power_it_claims():
+    # A shift of detectable_shift(1) along one coordinate of a 5-dim standard normal is rejected by the 5%
+    # χ²(5) test in 80% of draws. 40,000 draws give a Monte Carlo SE of 0.002, so ±0.01 is 5 SE; a shift
+    # 20% smaller has power near 0.62, far outside the tolerance.
+    from scipy import stats
+
+    shift = epoch.detectable_shift(1.0)
+    assert 3.4 < shift < 3.8                    # √λ with λ ≈ 12.8 for 5 df at 5% and 80% power
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((40_000, 5))
+    z[:, 0] += shift
+    power = np.mean((z ** 2).sum(axis=1) > stats.chi2.ppf(0.95, 5))
+    assert power == pytest.approx(0.8, abs=0.01)
+    assert epoch.detectable_shift(0.02) == pytest.approx(0.02 * shift)   # scales with the SE

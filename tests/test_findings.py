@@ -46,20 +46,38 @@ def test_heading_and_at_most_six_bullets(notebook):
 def test_chinchilla_fit_known_answers():
     t = text("01_chinchilla_fit")
     assert "240 runs" in t
-    assert "α = 0.347 (95% 0.316–0.372), β = 0.367 (95% 0.334–0.416)" in t
-    assert "−0.03 SE (α) and +0.07 SE (β): the same fit" in t           # (0.34731 − 0.3478) / 0.01491
-    assert "a = 0.514 (95% 0.482–0.558)" in t
-    assert "Hoffmann's printed Approach 3 implies 0.452 (ours +0.062)" in t
-    assert "χ² = 300 and 230" in t and "Hoffmann's Approach 3 is rejected" in t
-    assert "17.9 tokens per parameter (95% 7.3–35)" in t and "Epoch's fit gives 18.4 (ours −3%)" in t
-    # §9: δ, extractions and 10 dropped span 14.2 (least squares) to 19.9; all 245 rows give 6.80.
-    assert "10 outliers dropped give 14–20; keeping all 245 rows gives 6.8." in t
-    # §11: 586,120 and 39,300.6 runs, to two significant digits.
-    assert "would need 590,000 runs at our bootstrap's width, 39,000 even with his 80%-subsample" in t
-    assert "against his ~400." in t
-    assert "a = 0.507 (95% 0.455–0.559)" in t and "ours +0.017" in t
-    assert "a = 0.5970, is reproduced (0.5970, difference 0.0000)" in t
-    assert "a = 0.60 (95% 0.55–0.62) against their 0.50" in t and "(ours +0.10)" in t
+    assert "α = 0.347 (95% 0.316–0.372), β = 0.367 (95% 0.334–0.416), bootstrap over runs" in t
+    assert "−0.03 SE (α) and +0.07 SE (β) from ours, the same fit" in t   # (0.34731 − 0.3478) / 0.01491
+    assert "a = 0.514 (95% 0.482–0.558), bootstrap over runs" in t
+    assert "Hoffmann's printed Approach 3 implies 0.452" in t
+    # p = 2.8e-62 and 5.7e-48 print as the notebook's floor, not as the normal approximation's tail value.
+    assert "reject his printed and unrounded sets (χ² = 300 and 230, 5 df, p < 1e−10)" in t
+    assert "1e−47" not in t and "1e−61" not in t
+    # Not rejecting Epoch's set is reported with what the test could have detected: 3.58 SE of a = 0.0698.
+    assert "not Epoch's (χ² = 0.62, p = 0.99; a shift of 0.07 in a is detected with 80% power)" in t
+    assert "17.9 tokens per parameter (95% 7.3–35), bootstrap over runs" in t and "Epoch's fit gives 18.4" in t
+    # §8: δ, extractions and 10 dropped span 14.2 (least squares) to 19.9; all 245 rows give 6.80.
+    assert "outlier drops give 14–20; keeping all 245 rows gives 6.8." in t
+    # The trap moves β (0.367 → 0.311) and a towards Hoffmann's 0.28 and 0.452, α (0.347 → 0.380) away from 0.34.
+    assert "β 0.37 → 0.31 and a 0.51 → 0.45 move towards his values, α 0.35 → 0.38 away" in t
+    # §10: 586,120 and 39,300.6 runs, to two significant digits.
+    assert "would need 590,000 runs at our bootstrap's width, 39,000 by his own procedure; he had ~400." in t
+    assert "a = 0.507 (95% 0.455–0.559), t interval over the budgets' optima" in t and "(ours +0.017)" in t
+    assert "below −0.035 or above +0.069 are excluded" in t        # 0.4546 − 0.49 and 0.5590 − 0.49
+    assert "a = 0.5970, is reproduced (difference 0.0000)" in t
+    assert "a = 0.60 (95% 0.55–0.62), bootstrap over runs, against their 0.50" in t
+
+
+def test_chinchilla_fit_bullets_are_short_and_say_when_a_test_does_not_reject():
+    # At most ~60 words a bullet (hedges live in the notebook's Caveats).
+    assert all(len(b.split()) <= 62 for b in bullets("01_chinchilla_fit"))
+    s = copy.deepcopy(FIXTURE["01_chinchilla_fit"])
+    s["hoffmann_test"]["epoch_reported"]["p"] = 0.01      # Epoch's set rejected too
+    s["hoffmann_test"]["hoffmann_printed"]["p"] = 0.2     # and Hoffmann's not: the verbs follow the p-values
+    s["hoffmann_test"]["hoffmann_unrounded"]["p"] = 0.3
+    t = text("01_chinchilla_fit", s)
+    assert "do not reject his printed and unrounded sets" in t and "p = 0.30" in t
+    assert "Epoch's too (χ² = 0.62, p = 0.01" in t
 
 
 def test_kaplan_vs_hoffmann_known_answers():

@@ -1,4 +1,4 @@
-"""The checks a referee asks of a Chinchilla replication (notebook 01, issue #16), each a function a test reaches.
+"""The checks a careful reader asks of a Chinchilla replication (notebook 01), each a function a test reaches.
 
 - :func:`variants` and :func:`sensitivity`: E, α, β, a and tokens per parameter at a budget, refitted under
   each Huber δ (and least squares), each number of highest losses dropped, each released extraction of
@@ -7,7 +7,9 @@
   bimodal, which replicate belongs to which mode) and a, N_opt within each mode;
 - :func:`subsample_counts`, :func:`runs_needed` and :func:`narrow_intervals`: Hoffmann's interval procedure
   (refits on 80% of the runs, 10th-90th percentiles) and how many runs intervals as narrow as his would need;
-- :func:`approach_rows`: Approaches 1, 2 and 3 side by side with Hoffmann's Table 2.
+- :func:`approach_rows`: Approaches 1, 2 and 3 side by side with Hoffmann's Table 2, and :func:`held_values`:
+  which of Hoffmann's exponents each of our intervals holds;
+- :func:`decades_beyond`: how far a budget lies beyond the largest run of a suite, in decades of 6ND.
 """
 
 from __future__ import annotations
@@ -294,22 +296,25 @@ def loglinear_at(flops, n_opt, sd, C: float, level: float = 0.8) -> tuple[float,
     return float(res.params[1]), float(np.exp(pred.predicted_mean[0])), (float(np.exp(lo)), float(np.exp(hi)))
 
 
-def _row(approach: str, source: str, data: str, a, a_ci, b, b_ci, tpp, tpp_ci, interval: str) -> dict:
+def _row(approach: str, source: str, data: str, a, a_ci, b, b_ci, tpp, tpp_ci, interval: str,
+         note: str = "") -> dict:
     return {"approach": approach, "source": source, "data": data, "a": a, "a_lo": a_ci[0], "a_hi": a_ci[1],
             "b": b, "b_lo": b_ci[0], "b_hi": b_ci[1], "tokens_per_param": tpp, "tpp_lo": tpp_ci[0],
-            "tpp_hi": tpp_ci[1], "interval": interval}
+            "tpp_hi": tpp_ci[1], "interval": interval, "note": note}
 
 
 def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, approach3: FitResult, C: float,
                   hoffmann_a: Mapping, hoffmann_b: Mapping, hoffmann_law: ScalingLaw,
-                  level: float = 0.8) -> pd.DataFrame:
+                  level: float = 0.8, approach1_note: str = "") -> pd.DataFrame:
     """a, b and tokens per parameter at ``C`` with intervals at ``level``, per approach: Hoffmann's Table 2
     (10th-90th percentiles of refits on 80% subsamples) beside ours.
 
     Ours: Approach 1 an ``envelope.EnvelopeFit`` (bootstrap over runs); Approach 2 the isoFLOP ``optima`` of
     ``isoflop.budget_optima`` (WLS on the non-edge budgets, t intervals; b = 1 − a and C/(6N²) because
     these points have D = C/(6N)); Approach 3 a fit with a bootstrap (percentile intervals). Hoffmann's
-    tokens per parameter at C exist only for Approach 3 (from his printed law); Table 2 gives exponents."""
+    tokens per parameter at C exist only for Approach 3 (from his printed law); Table 2 gives exponents.
+    ``approach1_note`` goes in our Approach-1 row's ``note`` column: what its exponent measures when it is not
+    comparable with Hoffmann's (another suite, curves that start elsewhere)."""
     nan2 = (np.nan, np.nan)
     pct = f"{level:.0%}"
     rows = []
@@ -322,7 +327,7 @@ def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, appro
             f = approach1
             tpp, tpp_ci = f.tokens_per_param(C, level)
             rows.append(_row(name, "ours", approach1_data, f.exponent, f.interval(level, "a"), f.d_exponent,
-                             f.interval(level, "b"), tpp, tpp_ci, f"{pct} bootstrap over runs"))
+                             f.interval(level, "b"), tpp, tpp_ci, f"{pct} bootstrap over runs", approach1_note))
         elif k == "approach2":
             used = optima[~optima["edge"].astype(bool) & np.isfinite(optima["n_opt"])]
             fit = isoflop.fit_exponent(optima, weighted=True, level=level)
@@ -330,7 +335,8 @@ def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, appro
             # D = C/(6N) on these points, so tokens per parameter is C/(6N²): the larger N, the fewer.
             tpp = [C / (6 * n * n) for n in (n_c, n_hi, n_lo)]
             rows.append(_row(name, "ours", "chinchilla-isoflops", fit.exponent, fit.ci, 1 - fit.exponent,
-                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp[0], (tpp[1], tpp[2]), f"{pct} WLS t interval"))
+                             (1 - fit.ci[1], 1 - fit.ci[0]), tpp[0], (tpp[1], tpp[2]),
+                             f"{pct} WLS t interval over budget optima"))
         else:
             bs = approach3.bootstrap
             q = [(1 - level) / 2, (1 + level) / 2]
@@ -339,6 +345,29 @@ def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, appro
                              approach3.b, tuple(np.quantile(bs.column("b"), q)), approach3.tokens_per_param(C),
                              tuple(np.quantile(tpp_s, q)), f"{pct} bootstrap over runs"))
     return pd.DataFrame(rows)
+
+
+def held_values(rows: pd.DataFrame, ours: Sequence[str] = ("Approach 2", "Approach 3"),
+                col: str = "a") -> pd.DataFrame:
+    """Which of Hoffmann's Table 2 values of ``col`` each of our intervals holds.
+
+    ``rows``: :func:`approach_rows`. One row per (our approach, Hoffmann's approach): our interval, his value,
+    and ``held`` (his value inside our closed interval)."""
+    lo, hi = {"a": ("a_lo", "a_hi"), "b": ("b_lo", "b_hi")}[col]
+    theirs = rows[rows["source"] == "Hoffmann Table 2"]
+    out = []
+    for r in rows[(rows["source"] == "ours") & rows["approach"].isin(ours)].itertuples():
+        for h in theirs.itertuples():
+            v = getattr(h, col)
+            out.append({"ours": r.approach, "lo": getattr(r, lo), "hi": getattr(r, hi), "hoffmann": h.approach,
+                        "value": v, "held": bool(getattr(r, lo) <= v <= getattr(r, hi))})
+    return pd.DataFrame(out)
+
+
+def decades_beyond(C: float, n, tokens) -> tuple[float, float]:
+    """(largest 6·N·D among the runs, log10 of ``C`` over it): how far ``C`` extrapolates past a suite."""
+    largest = float(np.max(6 * np.asarray(n, float) * np.asarray(tokens, float)))
+    return largest, float(np.log10(C / largest))
 
 
 def with_intervals(df: pd.DataFrame, cols=("a", "b", "tokens_per_param"), lo_hi=None, digits=(3, 3, 1)) -> pd.DataFrame:

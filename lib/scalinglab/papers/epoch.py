@@ -3,6 +3,8 @@
 - :func:`law_row`: one law's parameters, a = β/(α+β) and its compute-optimal allocation at a budget;
 - :func:`consistency`: how well each of several laws explains the same runs, against a fit with a bootstrap
   (Wald χ² with the bootstrap covariance, median log residual, Huber objective);
+- :func:`p_text` and :data:`P_FLOOR`: how a p-value of that test is printed (below the floor only as a bound);
+- :func:`detectable_shift`: the smallest shift of one parameter that the test detects with a given power;
 - :func:`envelope_line`: one printed line per Approach-1 envelope fit, at most about 120 characters.
 """
 
@@ -22,6 +24,31 @@ def law_row(law: ScalingLaw, C: float, suffix: str = "") -> dict[str, float]:
     """E, A, B, alpha, beta, a, and ``n_opt``/``tokens_per_param`` (each + ``suffix``) at compute ``C`` (C = 6ND)."""
     return {**law.params(), "a": law.a, f"n_opt{suffix}": law.n_opt(C),
             f"tokens_per_param{suffix}": law.tokens_per_param(C)}
+
+
+# The Wald p-values come from a normal approximation to the bootstrap covariance, which says nothing reliable
+# far in its tail: below this floor a p-value is printed only as the bound "< 1e-10" (cells and findings alike).
+P_FLOOR = 1e-10
+
+
+def p_text(p: float, digits: int = 2) -> str:
+    """'p = 0.99', or 'p < 1e-10' below :data:`P_FLOOR` (a bound, never the approximation's tail value)."""
+    return "p < 1e-10" if p < P_FLOOR else f"p = {p:.{digits}g}"
+
+
+def detectable_shift(se: float, df: int = 5, level: float = 0.05, power: float = 0.8) -> float:
+    """The shift of one parameter that the Wald test (``df`` degrees of freedom, size ``level``) detects with
+    probability ``power``, for a parameter whose bootstrap SE is ``se``.
+
+    The noncentrality λ at which a noncentral χ²(df, λ) exceeds the test's critical value with probability
+    ``power``, as a shift of √λ standard errors. That is the least detectable direction: a shift of one
+    parameter with the others moving along with it as the bootstrap's covariance allows (the marginal SE); a
+    shift of that parameter alone, the others held fixed, is detected sooner."""
+    from scipy import optimize, stats
+
+    crit = stats.chi2.ppf(1 - level, df)
+    lam = optimize.brentq(lambda x: stats.ncx2.sf(crit, df, x) - power, 1e-9, 1e4)
+    return float(np.sqrt(lam) * se)
 
 
 def consistency(laws: Mapping[str, ScalingLaw], fit: FitResult, N, D, L) -> pd.DataFrame:

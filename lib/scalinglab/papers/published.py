@@ -32,7 +32,7 @@ EPOCH_NOTEBOOK_OPTIMUM = dict(E=1.8172, alpha=0.3473, beta=0.3672)
 
 # Hoffmann et al. 2022, Table 2: a in N_opt ∝ C^a and b in D_opt ∝ C^b, each with the 10th and 90th
 # percentiles of a bootstrap that refits on 80% of the data, 100 times (the table's caption). Approach 3's
-# intervals are printed to three decimals, so each is at most 0.002 wide (notebook 01 §11).
+# intervals are printed to three decimals, so each is at most 0.002 wide (notebook 01 §10).
 HOFFMANN_A = {
     "approach1": (0.50, (0.488, 0.502)),
     "approach2": (0.49, (0.462, 0.534)),
