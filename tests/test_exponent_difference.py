@@ -98,6 +98,12 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
         assert diffs[key]["assumes_independent_budgets"] and not diffs[key]["assumption_holds"]
         assert diffs[key]["shared_runs"] == {"kaplan": share["kaplan"]["shared_runs"], "hoffmann": 0}
     assert diffs["envelope"]["assumption_holds"] and diffs["seeds"]["assumption_holds"]
+    # shapes resampled whole: the same spline estimate of the seed means (to the second decimal: the block fit
+    # takes unweighted optima), an interval that carries the shared runs and so is wider than the Welch one
+    block = diffs["block"]
+    assert block["assumption_holds"] and block["difference"] == pytest.approx(diffs["spline"]["difference"], abs=0.01)
+    assert block["ci"][1] - block["ci"][0] > diffs["spline"]["ci"][1] - diffs["spline"]["ci"][0]
+    assert set(block["by_sweep"]) == {"kaplan", "hoffmann"} and block["n_kept"] > 0.9 * block["n_boot"]
     # seeds + scatter: the two GLS fits' difference, wider than seed noise alone; its scatter term is
     # independent across budgets, so the Kaplan sweep's shared runs break it like the WLS entries
     both, seeds_only = diffs["seeds_scatter"], diffs["seeds"]

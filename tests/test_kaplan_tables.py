@@ -38,6 +38,7 @@ def test_shift_table_rows_follow_the_keys_with_simulated_and_gap_columns():
     assert t.loc[("C4", "Kaplan"), "shift"] == "+0.25 [+0.24, +0.27]"
     assert t.loc[("C4", "Kaplan"), "simulated shift"] == "+0.18 [+0.17, +0.20]"
     assert t.loc[("C4", "Kaplan"), "measured − sim."] == "+0.07 [-0.10, +0.10]"
+    assert t.loc[("C4", "Kaplan"), "detects"] == "0.14"   # 0.71 × the gap interval's width 0.2
     assert t.loc[("C4", "Kaplan"), "E = 0"] == "25%"
     assert pd.isna(t.loc[("C4", "standard"), "E = 0"])   # no floor share recorded: no number
     assert "simulated shift" not in pearce_song.shift_table(measured).columns
@@ -59,4 +60,6 @@ def test_shift_table_without_exponents_and_the_summaries_keep_their_keys():
     assert out["shift"] == pytest.approx(0.1) and out["shift_ci"] == pytest.approx([0.09, 0.12])
     assert "kaplan_e_held" not in out   # only row-resampled (Approach 3) shifts carry E
     g = pearce_song.gap_summary(pearce_song.ShiftDifference(difference=0.1, ci=(0.0, 0.2), n_paired=5))
-    assert g == {"difference": 0.1, "ci": [0.0, 0.2], "n_paired": 5}
+    # a 95% interval 0.2 wide detects a gap of (1.96 + 0.84)/(2·1.96) × 0.2 = 0.143 at 80% power
+    assert g == {"difference": 0.1, "ci": [0.0, 0.2], "n_paired": 5, "width": 0.2,
+                 "detectable": pytest.approx(0.1429, abs=1e-4)}

@@ -78,6 +78,13 @@ def test_ladder_report_reads_each_step_and_its_shift(ladder_dbs, monkeypatch):
     assert d["steps"][1]["porian"]["rw"]["delta"] == pytest.approx(-0.1)
     assert json.dumps(d)  # JSON-ready
     assert "Porian et al.'s ladder" in rep.summary()
+    # every synthetic run records 1 s of training; the missing databases are left out
+    with __import__("sqlite3").connect(ladder_dbs / "ladder2.db") as con:
+        runs2 = con.execute("SELECT COUNT(*) FROM runs WHERE status = 'finished'").fetchone()[0]
+    used = L.compute_used(ladder_dbs)
+    assert list(used) == ["ladder0", "ladder2"] and used["ladder2"]["seconds"] == pytest.approx(runs2)
+    assert used["ladder2"]["runs"] == runs2 and used["ladder2"]["largest"] == max(
+        r.n_total for r in sweep.plan("ladder2", sweep.get_profile("smoke"), 512, seeds=2))
 
 
 def test_the_uniform_loss_rule_drops_points_and_thin_budgets():

@@ -78,9 +78,12 @@ def test_difference_table_drops_estimators_without_an_interval_and_flags_exclusi
     diffs = {"spline": {"difference": 0.15, "ci": [0.02, 0.28], "method": "welch_t", "df": 6.8,
                         "ci_min_df": [-0.02, 0.33], "assumption_holds": False},
              "envelope": {"difference": 0.25, "ci": [-0.09, 0.65], "method": "bootstrap_pairs"},
-             "parabola": {"difference": None, "reason": "no optimum"}}
+             "parabola": {"difference": None, "reason": "no optimum"},
+             "block": {"difference": 0.15, "ci": [-0.16, 0.56], "method": "block_bootstrap", "assumption_holds": True}}
     t = seeds.difference_table(diffs)
-    assert list(t.index) == ["spline optima", "Approach 1"]
+    assert list(t.index) == ["spline, shapes resampled", "spline optima", "Approach 1"]   # the block interval first
+    assert t.loc["spline, shapes resampled", "interval"] == "shapes resampled"
+    assert t.loc["spline, shapes resampled", "independent optima"] == "yes"
     assert bool(t.loc["spline optima", "excludes 0"]) and not bool(t.loc["Approach 1", "excludes 0"])
     assert t.loc["spline optima", "smaller fit's df"] == "+0.15 [-0.02, +0.33]"
     assert t.loc["spline optima", "independent optima"] == "no"

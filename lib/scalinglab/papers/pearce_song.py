@@ -43,6 +43,7 @@ import pandas as pd
 from scalinglab.accounting.conventions import OPENLM_VOCAB, kaplan_total_params, openlm_shape
 from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.approach3 import NATURAL_FLOOR, natural_floor_shares
+from scalinglab.fitting.block_bootstrap import detectable
 from scalinglab.fitting.law import ScalingLaw
 
 # Kaplan's sweep: "768 to 1.5 billion non-embedding parameters", and budgets
@@ -339,7 +340,8 @@ def shift_table(measured: dict, simulated: dict | None = None, gaps: dict | None
 
     Columns: a under total N and under the counting (unless not ``exponents``), the shift, each with its interval; with
     ``simulated`` (the same keys: :func:`on_law` on the same runs) the simulated shift, and with
-    ``gaps`` (:func:`shift_difference` of the two) measured − simulated; "E = 0" the share of the
+    ``gaps`` (:func:`shift_difference` of the two) measured − simulated and "detects", the smallest gap
+    that interval would detect at 80% power (``fitting.block_bootstrap.detectable``); "E = 0" the share of the
     counted fit's resamples with E on its floor, where the shift is an Approach-3 one; and the status.
     """
     rows = []
@@ -351,6 +353,7 @@ def shift_table(measured: dict, simulated: dict | None = None, gaps: dict | None
             row["simulated shift"] = format_ci(simulated[key].shift, simulated[key].shift_ci, places, sign=True)
         if gaps is not None:
             row["measured − sim."] = format_ci(gaps[key].difference, gaps[key].ci, places, sign=True)
+            row["detects"] = f"{detectable(gaps[key].ci, gaps[key].level):.{places}f}"
         if not np.isnan(s.floor_share[1]):
             row["E = 0"] = f"{s.floor_share[1]:.0%}"
         row["status"] = s.status
@@ -384,10 +387,13 @@ def shift_summary(s: CountingShift) -> dict:
            "shift": s.shift, "shift_ci": list(s.shift_ci), "n_paired": s.n_paired, "status": s.status,
            "embedding_share_first_last": list(s.embedding_share), "shift_percentile": s.shift_percentile}
     if s.resampling and s.resampling[0] == "rows":
-        out.update(kaplan_e_held=s.kaplan_e, e_at_zero_share_total_counted=list(s.floor_share))
+        out.update(kaplan_e_held=s.kaplan_e, e_at_zero_share_total_counted=list(s.floor_share),
+                   counted_e=float(s.fits[1].E) if len(s.fits) > 1 else None)
     return out
 
 
 def gap_summary(g: ShiftDifference) -> dict:
-    """What notebook 02's summary.json keeps of a :class:`ShiftDifference`."""
-    return {"difference": g.difference, "ci": list(g.ci), "n_paired": g.n_paired}
+    """What notebook 02's summary.json keeps of a :class:`ShiftDifference`, with the interval's width and
+    the smallest gap it would detect (80% power, ``fitting.block_bootstrap.detectable``)."""
+    return {"difference": g.difference, "ci": list(g.ci), "n_paired": g.n_paired,
+            "width": g.ci[1] - g.ci[0], "detectable": detectable(g.ci, g.level)}

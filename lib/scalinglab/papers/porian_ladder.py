@@ -25,7 +25,7 @@ import pandas as pd
 
 from scalinglab.accounting.decoder import step_at
 from scalinglab.errors import UserError
-from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap
+from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
 
 # step, database (preset), Porian et al.'s step (papers.porian.STEPS), what changes
 STEPS = (
@@ -228,12 +228,8 @@ class LadderReport:
 def _delta(prev: BlockBootstrap, cur: BlockBootstrap, level: float) -> tuple[float, tuple[float, float]]:
     """The shift and a percentile interval of the draws' differences, resample by resample (paired when
     both fits drew the same shapes, independent otherwise); resamples dropped by either fit are left out."""
-    n = min(len(prev.draws), len(cur.draws))
-    d = cur.draws[:n] - prev.draws[:n]
-    d = d[np.isfinite(d)]
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(d, [tail, 1 - tail]) if len(d) >= 2 else (np.nan, np.nan)
-    return cur.a - prev.a, (float(lo), float(hi))
+    d = difference(cur, prev, level)
+    return d["difference"], tuple(d["ci"])
 
 
 def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N_BOOT, seed: int = 0,
@@ -276,3 +272,18 @@ def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N
                               paired=step == 1 and universe0 is not None, seeds_max=seeds_max))
         prev = fit
     return LadderReport(tuple(out), porian, level)
+
+
+def compute_used(folder: Path | str) -> dict[str, dict]:
+    """What each ladder database in ``folder`` cost: {preset: {runs, seconds, largest}}, its finished runs, their
+    seconds of training (each ran on one CPU thread, so also core-seconds; data/sweeps/ladder/PROVENANCE.md) and
+    the most parameters (all of them) of one model. A missing database is left out."""
+    out = {}
+    for preset in dict.fromkeys(p for _, p, _, _ in STEPS):
+        db = Path(folder) / f"{preset}.db"
+        if db.is_file():
+            with sqlite3.connect(db) as con:
+                runs, seconds, largest = con.execute("SELECT COUNT(*), COALESCE(SUM(seconds), 0), MAX(n_total) "
+                                                     "FROM runs WHERE status = 'finished'").fetchone()
+            out[preset] = dict(runs=int(runs), seconds=float(seconds), largest=largest)
+    return out

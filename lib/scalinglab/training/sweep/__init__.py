@@ -46,6 +46,7 @@ from scalinglab.training.sweep.launch import (  # noqa: F401
     versions,
 )
 from scalinglab.training.sweep.plan import (  # noqa: F401
+    BLOCK_BOOT,
     ENVELOPE_BOOT,
     ISOFLOP_BOOT,
     LADDER,

@@ -49,6 +49,7 @@ LAUNCHERS = ("local", "submitit")
 # (its intervals are percentiles, which a few hundred resamples move in the second decimal).
 ISOFLOP_BOOT = 200
 ENVELOPE_BOOT = 1000
+BLOCK_BOOT = 1000  # exponent_differences' block bootstrap over shapes (spline, about a second per sweep)
 SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
 # The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
 WORKBOOK_SMOKE_SEEDS = 2

@@ -14,6 +14,7 @@ from scalinglab.errors import UserError
 from scalinglab.files import sweep_database
 from scalinglab.training.sweep.launch import run_sweep
 from scalinglab.training.sweep.plan import (
+    BLOCK_BOOT,
     ENVELOPE_BOOT,
     ISOFLOP_BOOT,
     NON_EMBEDDING_PRESETS,
@@ -402,13 +403,11 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     ``ci_min_df``, the interval on the smaller fit's residual df, a conservative check. Same settings
     as :func:`report`, so the differences are of the exponents it prints.
 
-    The WLS intervals (each sweep's, hence the difference's) assume independent budget optima. A sweep
-    that reads one run at several budgets (:func:`budget_sharing`; the kaplan preset) breaks that: its
-    optima share runs and its residuals are correlated, so its SE, and the interval built from it, rests
-    on an assumption that fails. The spline and parabola entries carry ``shared_runs`` ({sweep: runs read
-    at several budgets}) and ``assumes_independent_budgets`` (True), and ``assumption_holds``. Approach 1
-    resamples whole runs, and the seed bootstrap a run's seeds with all their budgets, which carries the
-    sharing, so their entries have ``assumption_holds`` True.
+    The WLS intervals assume independent budget optima, which a sweep that reads one run at several budgets
+    (:func:`budget_sharing`; the kaplan preset) breaks: entries carry ``shared_runs``,
+    ``assumes_independent_budgets`` and ``assumption_holds``. Approach 1 and the seed bootstrap resample
+    whole runs, and ``block`` (the spline exponent, each sweep's shapes resampled whole by
+    ``fitting.block_bootstrap``; ``by_sweep``: each sweep's a) whole shapes: their assumption holds.
     """
     from scalinglab.fitting.isoflop import bootstrap_difference, exponent_difference
 
@@ -442,7 +441,26 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     # its seed covariance carries shared runs, but its scatter term is independent across budgets
     out["seeds_scatter"].update(shared_runs=shared, assumes_independent_budgets=True,
                                 assumption_holds=not any(shared.values()))
+    out["block"] = {**_block_difference(db_a, db_b, level), "shared_runs": shared,
+                    "assumes_independent_budgets": False, "assumption_holds": True}
     return out
+
+
+def _block_difference(db_a: Path | str, db_b: Path | str, level: float) -> dict:
+    """a(db_a) − a(db_b): spline optima of the seed means on :func:`exponent`'s budgets, each sweep's shapes
+    resampled whole (independent draws: seeds 0 and 1); or {difference: None, reason}."""
+    from scalinglab.fitting.block_bootstrap import block_bootstrap, difference
+    fits = {}
+    for seed, db in enumerate((db_a, db_b)):
+        pts = isoflop_points(db)
+        pts = pts[pts["flops"].isin(_usable_budgets(pts))].assign(shape=lambda t: t["width"] * 1000 + t["depth"])
+        if pts["flops"].nunique() < 3 or pts["shape"].nunique() < 3:
+            return dict(difference=None, reason=f"{Path(db).stem}: fewer than 3 usable budgets or shapes")
+        fits[Path(db).stem] = block_bootstrap(pts, method="spline", n_boot=BLOCK_BOOT, seed=seed, level=level)
+    if not all(math.isfinite(f.a) for f in fits.values()):
+        return dict(difference=None, reason="a sweep has fewer than 2 interior optima")
+    keep = ("a", "ci", "n_shapes", "n_budgets", "n_dropped", "n_boot")
+    return {**difference(*fits.values(), level), "by_sweep": {k: {x: f.to_dict()[x] for x in keep} for k, f in fits.items()}}
 
 
 def _throughput(runs: list[tuple]) -> dict:

@@ -17,6 +17,8 @@ import pandas as pd
 # The estimators of the report, in the order notebook 02 shows them, and their exponent keys.
 ESTIMATORS = (("spline", "spline optima"), ("parabola", "parabola, 5 sizes"), ("envelope", "Approach 1"),
               ("seeds", "seed bootstrap"), ("seeds_scatter", "seeds + scatter, GLS"))
+# The differences add the spline exponent with each sweep's shapes resampled whole (``block``), first.
+DIFFERENCES = (("block", "spline, shapes resampled"),) + ESTIMATORS
 
 
 def _estimate(report: Mapping, key: str) -> Mapping:
@@ -52,18 +54,20 @@ def exponent_table(reports: Mapping[str, Mapping]) -> pd.DataFrame:
 
 
 def difference_table(diffs: Mapping[str, Mapping]) -> pd.DataFrame:
-    """a_kaplan − a_hoffmann per estimator (``exponent_differences``' dict): the difference [95% interval],
-    how the interval was made, whether it excludes 0, the interval with the smaller fit's degrees of freedom
-    (Welch intervals only), and whether its independence assumption holds for both sweeps."""
+    """a_kaplan − a_hoffmann per estimator of :data:`DIFFERENCES` (``exponent_differences``' dict): the
+    difference [95% interval], how the interval was made, whether it excludes 0, the interval with the smaller
+    fit's degrees of freedom (Welch intervals only), and whether its independence assumption holds for both
+    sweeps."""
     rows = {}
-    for key, label in ESTIMATORS:
+    for key, label in DIFFERENCES:
         d = diffs.get(key) or {}
         if d.get("difference") is None or not np.all(np.isfinite(d.get("ci", [np.nan]))):
             continue
         welch = d.get("method") == "welch_t"
         lo_df = d.get("ci_min_df")
         rows[label] = {"a_k − a_h": _with_ci(d, sign=True),
-                       "interval": f"Welch t, {d['df']:.1f} df" if welch else "bootstrap pairs",
+                       "interval": (f"Welch t, {d['df']:.1f} df" if welch else "shapes resampled"
+                                    if d.get("method") == "block_bootstrap" else "bootstrap pairs"),
                        "excludes 0": bool(d["ci"][0] > 0 or d["ci"][1] < 0),
                        "smaller fit's df": _with_ci({"a": d["difference"], "ci": lo_df}, sign=True) if lo_df else "",
                        "independent optima": "yes" if d.get("assumption_holds", True) else "no"}
