@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from datetime import datetime
 from pathlib import Path
 
 from scalinglab.errors import UserError
@@ -22,7 +21,7 @@ from scalinglab.training.sweep.plan import (
     WORKBOOK_PRESETS,
     WORKBOOK_SMOKE_SEEDS,
 )
-from scalinglab.training.sweep.result import SweepReport
+from scalinglab.training.sweep.result import SweepReport, throughput
 from scalinglab.training.sweep.store import check_readable, summary_counts, sweep_meta
 
 # --- analysis ------------------------------------------------------------------------------
@@ -41,16 +40,6 @@ def _usable_budgets(points):
     """The budgets an isoFLOP fit uses: those with at least 4 finished sizes."""
     sizes = points.groupby("flops")["n"].nunique()
     return sizes[sizes >= 4].index
-
-
-def _model_spec(spec: str) -> dict:
-    """A run's model shape from its stored spec, or a UserError saying the database was edited."""
-    try:
-        m = json.loads(spec)["model"]
-        return {k: m[k] for k in ("width", "depth", "vocab_size", "seq_len")}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"a run's spec has no usable model shape ({type(exc).__name__}: {exc}); the sweep "
-                        "database was edited or damaged") from None
 
 
 def isoflop_points(db_path: Path | str):
@@ -337,7 +326,7 @@ def report(db_path: Path | str) -> SweepReport:
         raise UserError(f"{db_path}: no sweep in this database (its sweep table is empty); "
                         "`scalinglab sweep --db` plans one")
     return SweepReport(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
-                **_throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
+                **throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
                 # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
                 # only describes the curve near it): how much the estimator alone moves a
                 exponent_parabola=exponent(db_path, method="parabola", window=5),
@@ -462,30 +451,6 @@ def _block_difference(db_a: Path | str, db_b: Path | str, level: float) -> dict:
     keep = ("a", "ci", "n_shapes", "n_budgets", "n_dropped", "n_boot")
     return {**difference(*fits.values(), level), "by_sweep": {k: {x: f.to_dict()[x] for x in keep} for k, f in fits.items()}}
 
-
-def _throughput(runs: list[tuple]) -> dict:
-    """Training seconds, FLOPs (with attention) and, on a GPU of known peak, the sweep's overall utilisation
-    (FLOPs over the wall-clock span of the runs, however many ran at once)."""
-    from scalinglab.accounting.decoder import flops_per_token, gpu_peak
-
-    if not runs:
-        return dict(train_seconds=0.0, train_flops=0.0)
-    flops = 0.0
-    for spec, tokens, _, _, _ in runs:
-        m = _model_spec(spec)
-        flops += tokens * flops_per_token(m["width"], m["depth"], m["vocab_size"], seq_len=m["seq_len"]).with_attention
-    seconds = sum(r[2] for r in runs)
-    out = dict(train_seconds=round(seconds, 1), train_flops=flops, flops_per_s=flops / max(seconds, 1e-9))
-    devices = {r[3] for r in runs}
-    peak = gpu_peak(next(iter(devices))) if len(devices) == 1 and next(iter(devices)).startswith("cuda") else None
-    if peak:
-        first, last = (datetime.fromisoformat(runs[i][4]) for i in (0, -1))
-        wall = (last - first).total_seconds() + runs[0][2]
-        out.update(wall_seconds=round(wall, 1), utilisation=flops / (wall * peak))
-    return out
-
-
-# --- notebook entry point ------------------------------------------------------------------
 
 def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | None]:
     """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps, with

@@ -1,11 +1,14 @@
 """A sweep database's report (what `scalinglab sweep-report` prints): planned and finished runs, the
-throughput, and the compute-optimal exponent by every estimator, each shaped ``{"a": ..., "ci": [lo, hi], ...}``.
+throughput (computed here from the runs' specs), and the compute-optimal exponent by every estimator, each shaped ``{"a": ..., "ci": [lo, hi], ...}``.
 """
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from typing import Any
 
+from scalinglab.errors import UserError
 from scalinglab.serialization import to_jsonable
 
 
@@ -76,3 +79,38 @@ class SweepReport(dict):
                   "likely too narrow; Approach 1's bootstrap resamples whole runs, and the seed bootstrap (with --seeds) "
                   "a run's seeds at all its budgets")
         return "\n".join(lines)
+
+
+def _model_spec(spec: str) -> dict:
+    """A run's model shape from its stored spec, or a UserError saying the database was edited."""
+    try:
+        m = json.loads(spec)["model"]
+        return {k: m[k] for k in ("width", "depth", "vocab_size", "seq_len")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"a run's spec has no usable model shape ({type(exc).__name__}: {exc}); the sweep "
+                        "database was edited or damaged") from None
+
+
+def throughput(runs: list[tuple]) -> dict:
+    """Training seconds, FLOPs (with attention) and, on a GPU of known peak, the sweep's overall utilisation
+    (FLOPs over the wall-clock span of the runs, however many ran at once)."""
+    from scalinglab.accounting.decoder import flops_per_token, gpu_peak
+
+    if not runs:
+        return dict(train_seconds=0.0, train_flops=0.0)
+    flops = 0.0
+    for spec, tokens, _, _, _ in runs:
+        m = _model_spec(spec)
+        flops += tokens * flops_per_token(m["width"], m["depth"], m["vocab_size"], seq_len=m["seq_len"]).with_attention
+    seconds = sum(r[2] for r in runs)
+    out = dict(train_seconds=round(seconds, 1), train_flops=flops, flops_per_s=flops / max(seconds, 1e-9))
+    devices = {r[3] for r in runs}
+    peak = gpu_peak(next(iter(devices))) if len(devices) == 1 and next(iter(devices)).startswith("cuda") else None
+    if peak:
+        first, last = (datetime.fromisoformat(runs[i][4]) for i in (0, -1))
+        wall = (last - first).total_seconds() + runs[0][2]
+        out.update(wall_seconds=round(wall, 1), utilisation=flops / (wall * peak))
+    return out
+
+
+# --- notebook entry point ------------------------------------------------------------------
