@@ -20,8 +20,8 @@ REQUIRED_KEYS = {
                            "obsscaling_trend_counts_pooled_fdr", "pythia_trend_counts_fdr"],
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
                          "few_runs"],
-    "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "rule", "parabola_offsets",
-                           "spline_dense", "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
+    "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "best", "rule", "width_bias",
+                           "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
 }
 
 
