@@ -108,17 +108,18 @@ def estimator_audit(summary: Mapping[str, Any]) -> list[Finding]:
     # the most of the gap the bias could be, at two Monte Carlo errors
     most = None if _missing(g("spline_bias")) else (abs(g("spline_bias")) + 2 * g("spline_bias_mc")) / g("gap")
     out.append(Finding(
-        f"Porian et al.'s Kaplan-step grid, true a = 0.497: their spline estimator is biased by "
+        f"Porian et al.'s Kaplan-step grid, true a = {dec(g('a_tuned'), 3)}: their spline estimator is biased by "
         f"{dec(g('spline_bias'), 3, sign=True)} ± {dec(g('spline_bias_mc'), 3)}, at most {pct(most, 0)} "
-        f"(bias plus two Monte Carlo errors) of the {dec(g('gap'), 3)} gap between their 0.835 and 0.497."
-        + _porian_parabola(s)))
+        f"(bias plus two Monte Carlo errors) of the {dec(g('gap'), 3)} gap between their "
+        f"{dec(g('a_kaplan'), 3)} and {dec(g('a_tuned'), 3)}." + _porian_parabola(s, g("a_kaplan"))))
     return _cap(out)
 
 
-def _porian_parabola(s: _Summary) -> str:
-    """The parabola on Porian et al.'s Kaplan grid under a true 0.835, when the summary has that row."""
+def _porian_parabola(s: _Summary, a_kaplan: float) -> str:
+    """The parabola on Porian et al.'s Kaplan grid under their Kaplan-step exponent as the truth, when the
+    summary has that row."""
     for r in s("porian_grids"):
-        if r["estimator"] == "parabola" and r["a_true"] == 0.835 and r["grid"].endswith("kaplan_reproduction"):
-            return (f" Under a true 0.835 a parabola there is off by {dec(r['bias'], 3, sign=True)} "
+        if r["estimator"] == "parabola" and r["a_true"] == a_kaplan and r["grid"].endswith("kaplan_reproduction"):
+            return (f" Under a true {dec(a_kaplan, 3)} a parabola there is off by {dec(r['bias'], 3, sign=True)} "
                     f"(coverage {pct(r['coverage'], 0)}).")
     return ""
