@@ -21,8 +21,8 @@ REQUIRED_KEYS = {
                            "obsscaling_inverse_fdr", "pythia_power", "ladder_prize_clustered"],
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
                          "few_runs"],
-    "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "rule", "parabola_offsets",
-                           "spline_dense", "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
+    "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "best", "rule", "width_bias",
+                           "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
 }
 
 
