@@ -104,7 +104,11 @@ def test_cli_rewrites_in_place_and_check_reports(tmp_path, capsys):
 @pytest.mark.xfail(reason="committed notebooks not yet normalized; remove this mark once they are", strict=False)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_committed_notebook_is_in_lab_form(path):
-    text = path.read_text(encoding="utf-8")
-    assert nf.normal_text(path) == text, f"run: python -m scalinglab.harness.notebook_format {path}"
-    found = sorted(set(MACHINE_PATH.findall(text)))
-    assert not found, f"{path.name} names folders of the machine that ran it: {found}"
+    text, problems = path.read_text(encoding="utf-8"), []
+    if nf.normal_text(path) != text:
+        problems.append(f"not in Lab's form: python -m scalinglab.harness.notebook_format notebooks/{path.name}")
+    normal = nf.normal_text(path)
+    found = sorted({normal[m.start():m.start() + 40].split('"')[0] for m in MACHINE_PATH.finditer(normal)})
+    if found:  # looked for after normalizing: what papermill records goes then, a path printed by a cell stays
+        problems.append(f"names folders of the machine that ran it: {found}")
+    assert not problems, problems

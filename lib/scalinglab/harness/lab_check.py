@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -63,13 +64,14 @@ JS_OPEN = """async (path) => {
   window.__nb = nb; return nb.context.model.dirty;
 }"""
 JS_RUN = """async () => {
-  const app = window.jupyterapp; window.__restarted = undefined;
+  const app = window.jupyterapp; window.__ran = undefined;
   await app.commands.execute('notebook:clear-all-cell-outputs');  // executionCount null: "has run" means this run
-  app.commands.execute('notebook:restart-run-all').then(r => { window.__restarted = r; },
-                                                        e => { window.__restarted = String(e); });
+  // Lab 4.6 resolves this after the run (false when a cell failed); older versions right after the restart.
+  app.commands.execute('notebook:restart-run-all').then(r => { window.__ran = r; },
+                                                        e => { window.__ran = 'Run All failed: ' + e; });
 }"""
 JS_DONE = """() => {
-  const nb = window.__nb; if (window.__restarted !== true) return false;
+  const nb = window.__nb; if (window.__ran === undefined) return false;
   if (nb.sessionContext.session.kernel.status !== 'idle') return false;
   if ([...nb.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))) return false;
   const code = [...nb.model.cells].filter(c => c.type === 'code' && c.sharedModel.getSource().trim());
@@ -82,7 +84,8 @@ JS_COLLECT = """() => {
   for (const c of nb.model.cells) if (c.type === 'code')
     cells.push({count: c.executionCount, empty: !c.sharedModel.getSource().trim(), outputs: c.outputs.toJSON()});
   const imgs = [...nb.node.querySelectorAll('.jp-OutputArea .jp-RenderedImage img')];
-  return {cells, dom: imgs.length, undecoded: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,
+  return {cells, ran: window.__ran, dom: imgs.length,
+          undecoded: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,
           height: innerHeight - outer.clientHeight + outer.scrollHeight};  // the window that shows every cell
 }"""
 
@@ -197,6 +200,8 @@ def check_notebook(ctx, base: str, root: Path, nb: Path, original: bytes, args, 
         saved_pngs = len(list((results / nb.stem).rglob("*.png")))
         if ran < len(code):
             problems.append(f"{len(code) - ran} cells did not run")
+        if isinstance(state["ran"], str):
+            problems.append(state["ran"][:200])
         problems += [f"error {o['ename']}: {o['evalue'][:150]}" for o in errors]
         for o in stderr:
             text = "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
@@ -251,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--open-save-only", action="store_true", help="only check that open+save keeps the bytes")
     ap.add_argument("--saved-dir", type=Path, help="keep what Lab wrote on save here (to study a difference)")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still restores the notebooks (finally below)
     from playwright.sync_api import sync_playwright  # only here: the rest of the library never needs it
 
     root = project_root()
