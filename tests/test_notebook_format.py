@@ -3,6 +3,7 @@
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from scalinglab.harness import notebook_format as nf
@@ -112,3 +113,22 @@ def test_committed_notebook_is_in_lab_form(path):
     if found:  # looked for after normalizing: what papermill records goes then, a path printed by a cell stays
         problems.append(f"names folders of the machine that ran it: {found}")
     assert not problems, problems
+
+
+def test_reproduce_normalizes_what_papermill_wrote(tmp_path, monkeypatch):
+    """`make reproduce` leaves each executed notebook in Lab's form, without papermill's paths (papermill faked)."""
+    import types
+
+    from scalinglab.harness import reproduce
+
+    def execute_notebook(src, out, **kwargs):
+        Path(out).write_text(json.dumps(papermill_output()))
+
+    fake = types.SimpleNamespace(inspect_notebook=lambda path: {"profile": {}}, execute_notebook=execute_notebook)
+    monkeypatch.setitem(sys.modules, "papermill", fake)
+    nb = tmp_path / "notebooks" / "09_demo.ipynb"
+    nb.parent.mkdir()
+    nb.write_text("{}")
+    reproduce.run_notebooks("smoke", tmp_path / "results", notebooks=[nb], progress=False)
+    written = (tmp_path / "results" / "09_demo" / "09_demo.ipynb").read_text()
+    assert written == nf.dumps(nf.normalize(papermill_output())) and "/tmp/" not in written
