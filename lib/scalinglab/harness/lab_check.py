@@ -16,7 +16,8 @@ Settings that are not obvious:
 - Chromium is Debian's (/usr/bin/chromium), launched by path: no browser can be downloaded here. --no-sandbox
   because we run as root; --disable-quic, --disable-background-networking, --disable-component-update and
   --disable-sync keep it off the network; a fresh user-data-dir keeps runs independent.
-- JupyterLab runs on 127.0.0.1 with no token (nothing else can reach it) and --allow-root as root.
+- JupyterLab runs on 127.0.0.1 only, with no token (the browser is driven by script; it lives for one check),
+  and --allow-root as root. JUPYTER_CONFIG_DIR is a temporary folder, so the user's Jupyter config plays no part.
   ``expose_app_in_browser`` gives the page ``window.jupyterapp``, so commands and the notebook model are driven
   directly instead of by clicking. Settings, workspaces and checkpoints live in a temporary folder: autosave
   off (the run must not write the tracked file), windowing "none" (every cell is in the DOM, so images are
