@@ -20,7 +20,7 @@ ifneq ($(strip $(SCALINGLAB_DATA_MIRROR)),)
 export SCALINGLAB_DATA_MIRROR := $(abspath $(SCALINGLAB_DATA_MIRROR))
 endif
 
-.PHONY: reproduce test nbval-portable lab venv lock bench device-carry clean
+.PHONY: reproduce test nbval-portable lab lab-check venv lock bench device-carry clean
 
 # The virtualenv is rebuilt when the dependency pins change.
 $(STAMP): pyproject.toml requirements.lock
@@ -70,6 +70,17 @@ nbval-portable: $(STAMP)
 # --allow-root: the machines this runs on are often containers where root is the only user.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/
+
+# Every notebook opened, saved and run (Run All, smoke profile) in JupyterLab in headless Chromium: fails on an
+# open+save that changes the file, an error, stderr output or figures shown != PNGs saved; one screenshot per
+# notebook in $(RESULTS)/lab-check/. Debian's chromium (no browser download here; apt-get as root) and the
+# [labcheck] extra (playwright) are installed on first use only, so `make test` stays lean.
+lab-check: $(STAMP)
+	@test -x /usr/bin/chromium || { $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y chromium; }
+	@$(PY) -c "import playwright" 2>/dev/null || \
+	  $(PY) -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[labcheck]'
+	$(PY) -m scalinglab.harness.lab_check --screenshots $(RESULTS)/lab-check
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from scalinglab.errors import UserError
+from scalinglab.harness import notebook_format
 from scalinglab.harness.workbook import RESULTS_ENV, project_root
 
 
@@ -69,6 +70,9 @@ def run_notebooks(profile: str, results: Path, sweep_dir: Path | None = None,
         t0 = time.perf_counter()
         pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(nb.parent), kernel_name="python3",
                             progress_bar=progress)
+        # In the form JupyterLab saves, without papermill's record of this run (its paths, times): opening the
+        # output in Lab leaves it as it is, and it can be committed as it is.
+        notebook_format.rewrite(out)
         print(f"   {time.perf_counter() - t0:.0f} s -> {out}", flush=True)
 
 
