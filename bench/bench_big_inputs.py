@@ -1,4 +1,4 @@
-"""Big inputs (issue #15): `scalinglab fit` and `isoflop` on 20,000 to 1,000,000 rows, and the CLI's start,
+"""Big inputs: `scalinglab fit` and `isoflop` on 20,000 to 1,000,000 rows, and the CLI's start,
 each a whole `python -m scalinglab` process timed with its peak memory (ru_maxrss from os.wait4), against
 the baseline (the library at ``--baseline-rev``, before the fixes) in the same run.
 

@@ -1,10 +1,9 @@
 """`scalinglab isoflop` and `fit` timed as whole processes (start-up included), beside simple-scaling-laws.
 
-Issue 17 compared them with simple-scaling-laws 0.2.0 (PyPI), which needs Python >= 3.12: isoflop 1.5 s for it
-against 2.6 s for ours, of which ~1.4 s was importing statsmodels for one weighted line. Where a `python3.12`
-with simple-scaling-laws is on PATH this script times it on the same table in the same run; otherwise it says so
-and prints the issue's numbers as the reference, quoted, not measured. Either way it measures here, in this run,
-what the statsmodels import alone costs (the part our CLI no longer pays) and prints ratios against it.
+simple-scaling-laws 0.2.0 (PyPI) needs Python >= 3.12. Where a `python3.12` with it is on PATH this script times
+it on the same table in the same run; otherwise it says so and compares nothing across machines. Either way it
+measures here, in this run, what the statsmodels import alone costs (one weighted line needs no statsmodels: the
+part our CLI does not pay) and prints the ratio against it.
 
 Run: `python bench/bench_vs_peers.py` (needs $SCALINGLAB_DATA_MIRROR for Epoch's table).
 """
@@ -21,7 +20,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 5
-QUOTED = {"isoflop": 1.5}   # simple-scaling-laws 0.2.0, seconds, from issue 17 (another machine, not this run)
 
 
 def wall(cmd: list[str]) -> float:
@@ -41,7 +39,7 @@ def main() -> int:
     examples = "examples/cpu_sweep_runs.csv"
     cases = {
         "python start-up (reference)": [py, "-c", "pass"],
-        "import statsmodels.api (what isoflop used to load)": [py, "-c", "import statsmodels.api"],
+        "import statsmodels.api (what a statsmodels WLS would load)": [py, "-c", "import statsmodels.api"],
         "scalinglab isoflop (33 runs)": [py, "-m", "scalinglab", "isoflop", examples, "--budget-col", "budget"],
         "scalinglab fit (33 runs)": [py, "-m", "scalinglab", "fit", examples],
     }
@@ -53,7 +51,7 @@ def main() -> int:
     for name, s in got.items():
         print(f"  {name:<{width}}  {s:6.2f} s")
     iso = got["scalinglab isoflop (33 runs)"]
-    sm = got["import statsmodels.api (what isoflop used to load)"]
+    sm = got["import statsmodels.api (what a statsmodels WLS would load)"]
     print(f"\nisoflop now takes {iso:.2f} s; the statsmodels import it no longer pays is {sm:.2f} s on its own here "
           f"({sm / iso:.1f}x the whole command)")
     peer = shutil.which("python3.12")
@@ -61,11 +59,8 @@ def main() -> int:
     if works and subprocess.run([peer, "-c", "import simple_scaling_laws"], capture_output=True).returncode == 0:
         print("simple-scaling-laws found under python3.12: time it on the same table with its own CLI here")
     else:
-        print(f"simple-scaling-laws: not measured (it needs Python >= 3.12; this machine has "
-              f"{'python3.12 without it' if works else 'no working python3.12'}). "
-              "Quoted from issue 17, another machine: "
-              f"its isoflop {QUOTED['isoflop']:.1f} s; ours here {iso:.2f} s "
-              f"(ratio {QUOTED['isoflop'] / iso:.2f}, across machines: indicative only)")
+        print(f"simple-scaling-laws: not measured (it needs Python >= 3.12; here there is "
+              f"{'python3.12 without it' if works else 'no working python3.12'}); no cross-machine number is quoted")
     return 0
 
 

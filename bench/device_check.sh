@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one prepared GPU check for the training sweeps (issue #4's GPU half), sized for a
+# The one prepared GPU check for the training sweeps, sized for a
 # 15-minute device lease: about 1-2 min to start the machine, then this script in one
 # `run` call of at most 10 minutes. It needs nothing installed beyond the H200 image
 # (torch, pandas, scipy, statsmodels, tokenizers, tqdm are there) and reads the corpus

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Porian et al.'s ladder on CPU (issue 13): presets ladder0, ladder2, ladder3, ladder4 of profile cpu-ladder,
+# Porian et al.'s ladder on CPU: presets ladder0, ladder2, ladder3, ladder4 of profile cpu-ladder,
 # 3 seeds each, one database per step in data/sweeps/ladder/<preset>.db. Two lanes, one run (one torch thread)
 # each: seed 0 of every step first, then seeds 1 and 2. Rerun to resume: sweeps skip finished runs and resume
 # the others from their checkpoints. Run it niced, e.g.

@@ -1,4 +1,4 @@
-"""Big inputs (issue #15), tested small: the fit's sums over rows go in blocks and its start grid is
+"""Big inputs, tested small: the fit's sums over rows go in blocks and its start grid is
 screened on a subsample; the bootstraps draw their resamples chunk by chunk and refuse more than
 MAX_RESAMPLES up front; the isoFLOP parabola bootstrap adds its noisy losses a block of rows at a time;
 the exponent's WLS line is closed-form numpy, with no statsmodels on the CLI's path. Each blocked

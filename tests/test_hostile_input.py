@@ -1,4 +1,4 @@
-"""Hostile input that used to give a silently wrong answer (issue #15): each now a one-line refusal
+"""Hostile input that could give a silently wrong answer: each a one-line refusal
 (exit 2) or an explicit, reported choice. Row numbers in messages are the file's lines (header = line 1)."""
 
 import json

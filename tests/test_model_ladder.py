@@ -24,7 +24,7 @@ def test_optimal_plan_trains_each_shape_once_at_its_compute_optimal_length():
         assert r.budgets == (r.budget,) and r.budget == pytest.approx(6 * n * math.ceil(20 * n))
         assert r.train["schedule"] == "cosine" and r.train["eval_at_tokens"][-1] == tokens
         assert r.train["lr"] == pytest.approx(min(3e-3 * 64 / r.width, prof.max_lr))
-    # the issue asks for 1.5 decades of N: the transformer blocks (Kaplan's N) give it, the 8k head does not
+    # the ladder spans 1.5 decades of N: the transformer blocks (Kaplan's N) give it, the 8k head does not
     n_ne = [r.n_non_embedding for r in runs]
     assert math.log10(max(n_ne) / min(n_ne)) >= 1.5
     # no text seen twice: ~4 bytes a token for an 8k BPE, so the largest model's tokens fit in train_bytes

@@ -1,5 +1,5 @@
 """Row numbers in the CLI's messages are the file's line numbers (header = line 1), for `fit`, `isoflop`,
-`envelope` and `trend`, through blank lines and --where selections (issue #15). Each table below has a
+`envelope` and `trend`, through blank lines and --where selections. Each table below has a
 blank line before the bad row, so a count of data rows (from 0 or 1) would name another line."""
 
 import pytest

@@ -64,7 +64,7 @@ def test_plans_follow_the_presets():
 
 
 def test_ladder_presets_make_one_change_per_step():
-    """Porian et al.'s ladder (issue 13): each trained step differs from the one before in the intended fields."""
+    """Porian et al.'s ladder: each trained step differs from the one before in the intended fields."""
     prof = sweep.get_profile("cpu-ladder")
     vocab = 512
     plans = {p: sweep.plan(p, prof, vocab, seeds=3) for p in sweep.LADDER}

@@ -1,5 +1,5 @@
 """Sweeps shared by several processes (claims with leases), damaged databases and checkpoints, and the
-launcher's refusals before any work (issue 15, "Sweeps")."""
+launcher's refusals before any work."""
 
 import json
 import os

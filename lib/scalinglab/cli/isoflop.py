@@ -151,7 +151,7 @@ def _run(args) -> int:
 
 
 def _warn_misfit(g, cols, labels, isoflop) -> None:
-    """Issue #15: say so on stderr when the default bootstrap noise (one parabola's residual per budget) is
+    """Say so on stderr when the default bootstrap noise (one parabola's residual per budget) is
     mostly the parabola's misfit, not noise: then the parabola's vertex is biased by the curve's asymmetry,
     the interval does not include that bias, and the bootstrap medians move by noise the data do not have."""
     import sys

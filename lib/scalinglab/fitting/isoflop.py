@@ -285,7 +285,7 @@ def _pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str,
 
 def local_parabola_sd(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss_col: str = "loss",
                       window: int = 5, replicates: str = "min") -> float:
-    """Residual sd of quadratics fitted to every ``window`` consecutive sizes of each budget, pooled (issue #15).
+    """Residual sd of quadratics fitted to every ``window`` consecutive sizes of each budget, pooled.
 
     What the default bootstrap noise (:func:`_pooled_parabola_sd`, one parabola per budget) would be without
     the parabola's misfit: over a few neighbouring sizes a smooth curve is nearly quadratic, so on a dense
