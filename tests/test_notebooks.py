@@ -19,7 +19,7 @@ REQUIRED_KEYS = {
                            "truthfulqa_family_trends", "obsscaling_pooled_dispersion",
                            "obsscaling_trend_counts_pooled_fdr", "pythia_trend_counts_fdr"],
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
-                         "few_runs"],
+                         "few_runs", "which_law"],
     "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "rule", "parabola_offsets",
                            "spline_dense", "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
 }
