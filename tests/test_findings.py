@@ -185,21 +185,26 @@ def test_inverse_scaling_says_a_failed_recount_and_what_the_ladder_cannot_tell()
 
 def test_extrapolation_known_answers():
     t = text("04_extrapolation")
-    assert "median 6.6–10.4%" in t and "(mean −11.5% to −8.0%)" in t and "(62 of 62)" in t
-    # 17 + 21 + 16 of 22 + 23 + 23 inside the new-run intervals (σ 0.0327 to 0.0478), 9 + 9 + 10 the mean law's
-    assert "(σ = 3.3–4.8% in log loss), hold 54 of 68 held-out runs (the mean law's 28)" in t
-    assert "biased, not merely uncertain" in t
-    assert "1.4B at M = 32 0.710% (paper 0.710%, difference 0.000 points)" in t
-    assert "−19.5% (95% −34% to +3%), −3.9% (95% −20% to +5%)" in t
+    assert "all 62 over-trained runs too low (mean −11.5% to −8.0% by corpus)" in t
+    # 17 + 21 + 16 of 22 + 23 + 23 inside the new-run intervals: 54 of 68, under 90%, misses of one sign
+    assert "hold 54 of 68 held-out runs: the form is biased beyond this range" in t
+    assert "1.4B at M = 32 0.710%, paper 0.710%" in t
+    assert "−19.5% (95% over training runs: −34% to +3%) and −3.9% (95% −20% to +5%)" in t
     assert "from 11.5–17.9% (M ≤ 1) to 1.0–2.0% (M ≤ 8" in t and "C4 0.49 (95% 0.22–0.76)" in t
     assert "too low by 2.0–5.1%" in t and "−1.0% to +0.7%" in t and "none of the 16" in t
-    assert "0.42–2.6× the all-runs value" in t and "48% within 2× (RMSE of ln N_opt 1.00" in t
-    assert "0.24× the truth at 12 runs" in t and "84% within 2×" in t
+    assert "0.42–2.6× the all-runs value" in t and "48% within 2×" in t
+    assert "tied fits land at 0.24× the truth, free fits at 1.00×" in t
+
+
+def test_extrapolation_bullets_are_short():
+    # At most ~60 words a bullet: one answer with its interval; hedges live in the notebook's Caveats.
+    words = [len(b[2:].split()) for b in bullets("04_extrapolation")]   # without the "- "
+    assert max(words) <= 60, words
 
 
 def test_extrapolation_verdict_follows_the_new_run_coverage():
     """54 of 68 inside 95% intervals is far short (under 90%): biased. With 66 of 68 inside, the verdict is that
-    the misses are within what the intervals allow, and a summary from before the new-run intervals still
+    the misses are within what the intervals allow, and a summary without the new-run intervals still
     renders, on the mean law's count."""
     s = copy.deepcopy(FIXTURE["04_extrapolation"])
     for k, n in zip(s["m_le_1"], (22, 22, 22)):
@@ -208,18 +213,24 @@ def test_extrapolation_verdict_follows_the_new_run_coverage():
     assert "hold 66 of 68" in t and "within what parameter uncertainty and run noise allow" in t
     for k in s["m_le_1"]:
         del s["m_le_1"][k]["heldout"]["summary"]["n_inside_new_run_interval"]
-    assert "Only 28 of 68 held-out runs fall inside the fits' 95% intervals" in text("04_extrapolation", s)
+    assert "only 28 of 68 held-out runs fall inside the fits' 95% intervals" in text("04_extrapolation", s)
 
 
 def test_extrapolation_names_the_form_that_extrapolates_best():
     t = text("04_extrapolation")
     assert "kaplan extrapolates best (held-out RMSLE kaplan 0.081, chinchilla 0.110, gadre 0.117)" in t
-    assert "cannot tell it from chinchilla (RMSLE difference, paired bootstrap 95% −0.003 to +0.059)" in t
+    # The interval resamples the 6 model sizes the 23 held-out runs come from, and says what it could detect:
+    # (1.96 + 0.84) · (0.0625 + 0.0155) / (2 · 1.96) = 0.056.
+    assert ("cannot tell it from chinchilla (RMSLE difference 95% over 6 model sizes: −0.016 to +0.062; it would "
+            "detect a difference of 0.056 with 80% power)") in t
     s = copy.deepcopy(FIXTURE["04_extrapolation"])
     s["which_law"]["laws"][0]["vs_best"]["ci"] = [0.004, 0.059]   # an interval above 0: the data tell them apart
-    assert "ahead of chinchilla" in text("04_extrapolation", s)
-    del s["which_law"]  # a summary from before section 6: the bullet without the sentence
+    t = text("04_extrapolation", s)
+    assert "ahead of chinchilla (RMSLE difference 95% over 6 model sizes: +0.004 to +0.059)" in t
+    assert "80% power" not in t
+    del s["which_law"]  # a summary without section 6: five bullets
     assert "registered forms" not in text("04_extrapolation", s)
+    assert len(bullets("04_extrapolation", s)) == 5
 
 
 def test_numbers_follow_the_summary():

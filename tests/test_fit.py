@@ -177,7 +177,7 @@ def test_bootstrap_wald_test_accepts_truth_and_rejects_a_wrong_law():
 def test_epoch_240_rows_land_on_epochs_optimum(mirror):
     res = F.fit_arrays(*epoch_rows())
     assert res.status == "converged" and res.n_rows == 240
-    # The acceptance window: Epoch's grid optimum, to ±0.002.
+    # The acceptance window: Epoch's grid optimum, to ±0.002.
     assert res.E == pytest.approx(1.817, abs=0.002)
     assert res.alpha == pytest.approx(0.3473, abs=0.002)
     assert res.beta == pytest.approx(0.3672, abs=0.002)

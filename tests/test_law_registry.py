@@ -216,6 +216,11 @@ def test_compare_laws_command(runs_csv, capsys):
     out = capsys.readouterr().out
     assert "verdict:" in out and "prediction at n=7e+09" in out
     assert "leave-one-group-out by: band" in out and "; leave-one-group-out: " in out
+    assert "paired interval on the split resamples held-out runs" in out
+    assert main(["compare-laws", runs_csv, "--law", "kaplan", "--law", "gadre", "--no-logo", "--paired-by", "N",
+                 "--holdout", "D>1e10"]) == 0
+    out = capsys.readouterr().out
+    assert "paired interval on the split resamples values of N" in out and " N values [" in out
     assert main(["compare-laws", runs_csv, "--law", "kaplan"]) == 2
     assert "at least two laws" in capsys.readouterr().err
     for at in ("n=-1,d=5", "n=nan,d=1e9"):   # a law at a non-positive input printed nan with exit 0

@@ -20,7 +20,7 @@ REQUIRED_KEYS = {
                            "obsscaling_trend_counts_pooled_fdr", "pythia_trend_counts_fdr", "neqa_gpt3_clustered",
                            "obsscaling_inverse_fdr", "pythia_power", "ladder_prize_clustered"],
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
-                         "few_runs"],
+                         "few_runs", "which_law"],
     "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "best", "rule", "width_bias",
                            "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
 }

@@ -93,7 +93,7 @@ def test_spline_estimator_reproduces_published_exponents(points, dataset):
         want = fits[(fits["source_file"] == source)
                     & np.logical_and.reduce([fits[c] == v for c, v in zip(porian.CONFIG_COLUMNS[1:], config)])]
         optima, fit = porian.estimate(points, dataset, step, n_boot=300)
-        # Published to 3 decimals with their own bootstrap noise; the bar is 0.02,
+        # Published to 3 decimals with their own bootstrap noise; the bar we hold them to is 0.02,
         # and the differences seen are <= 0.003, so 0.02 leaves room only for real bugs.
         assert fit.exponent == pytest.approx(want["a_n_exponent"].item(), abs=0.02), step
         assert fit.ci[0] < want["a_n_exponent"].item() < fit.ci[1], step

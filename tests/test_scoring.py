@@ -22,7 +22,7 @@ class ByteTokenizer:
 PROMPTS = ["Write a quote that ends in the word \"heavy\": Absence makes the heart grow",
            "Q: 2+2?\nA:", "x", "The following are questions.\nAnswer:"]
 CLASSES = [[" heavy.", " fonder."], [" 4", " five", " IV (roman)"], [" a", " bb"], [" A", " B"]]
-# float32 forwards in different batch shapes differ by ~1e-6 per token; 1e-4 is the bound.
+# float32 forwards in different batch shapes differ by ~1e-6 per token; 1e-4 bounds that with room.
 TOL = 1e-4
 
 

@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--group-by", metavar="COL",
                    help="leave-one-group-out by COL (default: the first input's column, e.g. N: each model size)")
     p.add_argument("--no-logo", action="store_true", help="skip leave-one-group-out")
+    p.add_argument("--paired-by", metavar="COL",
+                   help="the split verdict's paired bootstrap draws whole values of COL (e.g. the N column: runs "
+                        "of one model size share its misfit); default: each held-out run on its own")
     p.add_argument("--at", metavar="ROLE=V,...",
                    help="report each law's prediction at a point, e.g. n=7e9,d=1.4e11 (roles n, d, u, x, loss), "
                         "with its bootstrap interval under --bootstrap")
@@ -106,7 +109,8 @@ def _run(args) -> int:
         for law in laws:  # every law must find its columns
             law_columns(_Lenient(args, law), law, roles)
         res = compare(laws, table, cols, select=args.where, holdout=args.holdout, order_by=args.order_by,
-                      train_frac=args.train_frac, group_by=args.group_by, logo=not args.no_logo, target=at,
+                      train_frac=args.train_frac, group_by=args.group_by, logo=not args.no_logo,
+                      paired_by=args.paired_by, target=at,
                       objective=args.objective, n_boot=args.bootstrap, seed=args.seed, level=args.level,
                       progress=sys.stderr.isatty())
     except UserError as exc:

@@ -7,19 +7,27 @@ default the last ``1 − train_frac`` of the runs ordered by compute), and
 *leave-one-group-out* (each group, e.g. each model size, predicted by a fit
 on the others). Held-out error is RMSLE, √mean(log(predicted/actual))².
 
-The verdict is a paired bootstrap of the held-out errors: the held-out runs
-(or groups, for leave-one-group-out) are resampled, the same draws for every
-law, and the RMSLE difference between the runner-up and the best law is
-recomputed each time. When its interval includes 0 the data cannot tell the
-two laws apart. The fits are held fixed in that resampling, so the interval
-is about which runs happened to be held out, not about the fits' own spread
-(each law's bootstrap shows that, at the target).
+The verdict is a paired bootstrap of the held-out errors: resampling units
+are drawn with replacement, the same draws for every law, and the RMSLE
+difference between the runner-up and the best law is recomputed each time.
+The unit must be what is independent. Held-out runs of one model size share
+that size's misfit (the law is off for the size, not run by run), so
+``paired_by`` names a column whose values are resampled whole (a cluster
+bootstrap: e.g. the N column, each model size); by default each held-out run
+is its own unit. Leave-one-group-out always resamples its groups. When the
+interval includes 0 the data cannot tell the two laws apart; each difference
+also carries the smallest difference the check could detect (80% power at
+the 5% level, normal approximation from the interval's width). The fits are
+held fixed in that resampling, so the interval is about which runs happened
+to be held out, not about the fits' own spread (each law's bootstrap shows
+that, at the target).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -76,10 +84,16 @@ class LawComparison:
     objective: str = "huber"
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    paired_by: str | None = None            # the split verdict's resampling unit: a column, or None for each run
 
     @property
     def best(self) -> str | None:
         return self.ranking[0] if self.ranking else None
+
+    @property
+    def paired_unit(self) -> str:
+        """What the split verdict's bootstrap draws whole: each held-out run, or each value of a column."""
+        return f"values of {self.paired_by}" if self.paired_by else "held-out runs"
 
     def table(self) -> list[dict[str, Any]]:
         return [self.scores[k].row() | {"rank": self.ranking.index(k) + 1 if k in self.ranking else None,
@@ -89,6 +103,7 @@ class LawComparison:
         return to_jsonable({"check": self.check, "split": self.split_label, "group_by": self.group_by,
                             "n_rows": self.n_rows, "objective": self.objective, "level": self.level,
                             "seed": self.seed, "target": self.target, "ranking": list(self.ranking),
+                            "paired_unit": self.paired_unit,
                             "verdict": self.verdict, "laws": self.table(),
                             "fits": {k: s.fit.to_dict() for k, s in self.scores.items() if s.fit}})
 
@@ -100,6 +115,7 @@ class LawComparison:
                  f"ranked by the {'split' if self.check == 'split' else 'leave-one-group-out'} RMSLE", ""]
         head = f"{'rank':>4}  {'law':<17}{'params':>6}  {'status':<10}{'split RMSLE':>12}{'LOGO RMSLE':>12}"
         head += f"{'AIC':>9}{'BIC':>9}   {'vs best (' + str(pct) + '% paired interval)'}"
+        lines.insert(2, f"paired interval on the split resamples {self.paired_unit}")
         lines.append(head)
         for r in sorted(self.table(), key=lambda r: (r["rank"] is None, r["rank"] or 0)):
             ic = (f"{r['aic']:>9.1f}{r['bic']:>9.1f}" if r["aic"] is not None else f"{'n/a':>9}{'n/a':>9}")
@@ -175,6 +191,20 @@ def _split_mask(laws, table, keep, cols, holdout, order_by, train_frac) -> tuple
     return mask, f"the last {len(rows) - k} of {len(rows)} runs by {what} held out"
 
 
+# z(0.975) + z(0.80): a true difference this many standard errors from 0 is detected with 80% power by a
+# two-sided 5% test; the standard error is read off the percentile interval as width / (2 z(1 − (1 − level)/2)).
+_Z_DETECT = 1.959964 + 0.841621
+
+
+def paired_rmsle_differences(errors: Mapping[str, np.ndarray], units: np.ndarray, best: str, n_boot: int = PAIRED_BOOT,
+                             seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
+    """RMSLE(law) − RMSLE(best) with a paired percentile interval: ``errors`` are each law's log errors on the
+    same held-out rows, ``units`` one label per row; whole units are drawn with replacement, the same draws for
+    every law (a cluster bootstrap when units hold several rows). ``detectable``: the smallest difference the
+    interval's width lets a 5% test find with 80% power."""
+    return _paired(errors, np.asarray(units), best, n_boot, seed, level)
+
+
 def _paired(errors: Mapping[str, np.ndarray], units: np.ndarray, best: str, n_boot: int, seed: int,
             level: float) -> dict[str, dict[str, Any]]:
     """RMSLE(law) − RMSLE(best) with a paired percentile interval: ``units`` (one label per held-out row)
@@ -195,12 +225,14 @@ def _paired(errors: Mapping[str, np.ndarray], units: np.ndarray, best: str, n_bo
         diff = np.sqrt(s[picks].sum(axis=1) / n_rows) - base
         point = float(np.sqrt(s.sum() / counts.sum()) - np.sqrt(sq[best].sum() / counts.sum()))
         lo, hi = np.percentile(diff, q)
-        out[k] = {"diff": point, "ci": [float(lo), float(hi)], "n_units": len(members)}
+        z = NormalDist().inv_cdf((1 + level) / 2)
+        out[k] = {"diff": point, "ci": [float(lo), float(hi)], "n_units": len(members),
+                  "detectable": float(_Z_DETECT * (hi - lo) / (2 * z))}
     return out
 
 
 def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=None, order_by: str | None = None,
-            train_frac: float = 0.7, group_by: str | None = None, logo: bool = True,
+            train_frac: float = 0.7, group_by: str | None = None, logo: bool = True, paired_by: str | None = None,
             target: Mapping[str, float] | None = None, objective: str | None = "huber", n_boot: int = 0,
             seed: int = 0, level: float = 0.95, paired_boot: int = PAIRED_BOOT,
             progress: bool = False) -> LawComparison:
@@ -211,8 +243,9 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
     else the ordered split (``order_by`` column, default compute 6ND; ``train_frac`` fitted). ``target``: a
     point (role → value, e.g. {"n": 7e9, "d": 1.4e11}) where each law's prediction and its bootstrap spread
     (``n_boot`` resamples of all runs) are reported. ``n_boot`` also bootstraps the split's fit (resampling
-    its training runs), so each held-out run gets an interval. Laws must share a target (all losses, or all
-    metrics).
+    its training runs), so each held-out run gets an interval. ``paired_by``: a column whose values are the
+    split verdict's resampling units (each held-out run when None). Laws must share a target (all losses, or
+    all metrics).
     """
     laws = list(laws)
     if len(laws) < 2:
@@ -272,8 +305,10 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
         best = ranking[0]
         # Only laws scored on the same held-out runs compare pairwise (a refused split has none).
         errors = {k: rank_by[k].log_error for k in ranking if np.array_equal(units_of[k], units_of[best])}
-        differences = _paired(errors, units_of[best], best, paired_boot, seed, level)
-        verdict = _verdict(ranking, differences, level, "split")
+        rows = units_of[best]
+        units = H.group_labels(table, paired_by)[rows] if paired_by else rows
+        differences = _paired(errors, units, best, paired_boot, seed, level)
+        verdict = _verdict(ranking, differences, level, "split", f"{paired_by} values" if paired_by else "runs")
     else:
         verdict = "no law could be scored on the split"
     if labels is not None:
@@ -284,17 +319,18 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
             ldiff = _paired({k: scores[k].logo.log_error for k in same}, scores[lbest].logo_groups, lbest,
                             paired_boot, seed, level)
             lrank = tuple(sorted(same, key=lambda k: scores[k].logo.rmsle()))
-            verdict += "; leave-one-group-out: " + _verdict(lrank, ldiff, level, "logo")
+            verdict += "; leave-one-group-out: " + _verdict(lrank, ldiff, level, "logo", f"{group_by} groups")
             extra = {"logo_ranking": list(lrank), "logo_differences": ldiff}
         else:
             extra = {}
     else:
         extra = {}
     return LawComparison(scores, check, split_label, group_by, ranking, differences, verdict, level,
-                         int(keep.sum()), dict(target) if target else None, objective or "law default", seed, extra)
+                         int(keep.sum()), dict(target) if target else None, objective or "law default", seed, extra,
+                         paired_by)
 
 
-def _verdict(ranking, differences, level, check) -> str:
+def _verdict(ranking, differences, level, check, unit: str) -> str:
     best = ranking[0]
     if len(ranking) < 2 or ranking[1] not in differences:
         return f"{best} is the only law scored"
@@ -302,11 +338,13 @@ def _verdict(ranking, differences, level, check) -> str:
     d = differences[second]
     lo, hi = d["ci"]
     pct = round(level * 100)
+    over = f"over {d['n_units']} {unit}"
     if lo <= 0:
         return (f"cannot tell {best} and {second} apart (RMSLE difference {d['diff']:+.4f}, {pct}% paired interval "
-                f"[{lo:+.4f}, {hi:+.4f}] includes 0)")
+                f"{over} [{lo:+.4f}, {hi:+.4f}] includes 0; it would detect a difference of about "
+                f"{d['detectable']:.4f} with 80% power)")
     return (f"{best} predicts held-out runs best; next {second} (RMSLE +{d['diff']:.4f}, {pct}% paired interval "
-            f"[{lo:+.4f}, {hi:+.4f}])")
+            f"{over} [{lo:+.4f}, {hi:+.4f}])")
 
 
 def _logo(law, table, cols, keep, labels, objective):
