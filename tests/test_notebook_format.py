@@ -100,9 +100,8 @@ def test_cli_rewrites_in_place_and_check_reports(tmp_path, capsys):
     assert "normalized" in capsys.readouterr().out
 
 
-# The committed notebooks are normalized once everyone's reruns are merged (python -m
-# scalinglab.harness.notebook_format notebooks/*.ipynb); until then this reports rather than fails.
-@pytest.mark.xfail(reason="committed notebooks not yet normalized; remove this mark once they are", strict=False)
+# Every committed notebook is in the form JupyterLab saves (python -m scalinglab.harness.notebook_format), so opening
+# one in Lab does not mark it modified, and holds no folder of the machine that ran it.
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_committed_notebook_is_in_lab_form(path):
     text, problems = path.read_text(encoding="utf-8"), []
