@@ -180,10 +180,14 @@ PROFILES: dict[str, Profile] = {
     # measured, an evaluation of 4,096 tokens takes 0.6-0.7 of a training step's time, so evaluating costs ~10% of
     # the training at 64x2 and ~5% at 128x2; and the training loss averaged over each interval. Eager fp32: in
     # bench/bench_train.py torch.compile and bf16 autocast were both slower than it on these models.
+    # Peak LR 1.2e-2·64/width (1.2e-2, 8e-3, 6e-3): at 3e-3·64/width (optimal's rule) the 64x2 runs were limited by
+    # their rate (a plateau near 3.8 nats, then a fall that a lower rate slowed, so the cosine ended above the
+    # constant rate: 3.535 against 3.427); a probe of 64x2's cosine at 3e-3, 6e-3 and 1.2e-2 ended at 3.535, 3.458
+    # and 3.416, the largest rate probed best. The 1/width scaling is assumed, not probed, for 96 and 128.
     "cpu-schedules": Profile(
         name="cpu-schedules", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
         shapes=((64, 2), (96, 2), (128, 2)), budgets={}, train_bytes=30_000_000, val_bytes=600_000,
-        eval_tokens=8_192, schedules_seeds=((96, 2, 3),), curve_points=100, flops_per_s=FLOPS_PER_S_SCHEDULES,
+        eval_tokens=8_192, optimal_lr_at_64=1.2e-2, schedules_seeds=((96, 2, 3),), curve_points=100, flops_per_s=FLOPS_PER_S_SCHEDULES,
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
