@@ -153,8 +153,9 @@ def test_gpu_profiles_are_wired_for_cuda():
         assert prof.device == "cuda"
         for preset in sweep.PRESETS:
             runs = sweep.plan(preset, prof, vocab_size=50257 if prof.tokenizer == "gpt2" else 8192)
-            if preset == "optimal":  # a family of models: one run per shape, each its own budget
-                assert len(runs) == len(prof.shapes_for(preset)) and all(len(r.budgets) == 1 for r in runs)
+            if preset in ("optimal", "schedules"):  # families: one run per shape (and schedule), each its own budget
+                per_shape = len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1
+                assert len(runs) == per_shape * len(prof.shapes_for(preset)) and all(len(r.budgets) == 1 for r in runs)
             else:
                 per_budget = [sum(c in r.budgets for r in runs) for c in prof.budgets[preset]]
                 assert len(per_budget) >= 4 and sorted(per_budget)[1] >= 5  # >= 4 budgets, nearly all >= 5 sizes
@@ -470,15 +471,19 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), shapes_by_preset={}, kaplan_warmup_tokens=2048,
                    budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,), ladder0=(1.5e8, 3.11e8),
-                                ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)))
-    (run,) = sweep.plan(preset, prof, vocab_size=512)
+                                ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)), schedules_seeds=())
+    runs = sweep.plan(preset, prof, vocab_size=512)
+    run = runs[0]  # one run, or (preset schedules) four alike but for the schedule
+    assert len(runs) == (len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1)
     tokens = np.random.default_rng(0).integers(0, 512, 50_000).astype(np.uint16)
     res = train(GPTConfig(**run.model), TrainConfig(**run.train), tokens, tokens[:4_000])
     c = sweep.cost(preset, prof, vocab_size=512)
     fpt = flops_per_token(16, 1, 512, seq_len=prof.seq_len).with_attention
-    assert (c["runs"], c["steps"], c["tokens"]) == (1, res.steps, res.tokens)
+    k = len(runs)
+    assert (c["runs"], c["steps"], c["tokens"]) == (k, k * res.steps, k * res.tokens)
     # evaluations are forward passes (a third of fpt) over eval_tokens each; the run's end is evaluated once
-    assert c["flops"] == pytest.approx(fpt * res.tokens + fpt / 3 * len(res.curve) * prof.eval_tokens, rel=1e-12)
+    assert c["flops"] == pytest.approx(k * (fpt * res.tokens + fpt / 3 * len(res.curve) * prof.eval_tokens),
+                                       rel=1e-12)
 
 
 def test_negative_max_runs_is_a_user_error(tmp_path):

@@ -7,8 +7,8 @@ import json
 
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
-PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal")
-PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "gpu-quick", "gpu")
+PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal", "schedules")
+PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "cpu-schedules", "gpu-quick", "gpu")
 
 
 def register(sub) -> None:
@@ -21,7 +21,9 @@ def register(sub) -> None:
                         "0 = kaplan, 2 = + N with the head and a short warmup, 3 = + cosine to each budget, "
                         "4 = + per-size LR/batch/beta2 (= hoffmann); "
                         "optimal: not a sweep but a family of models, each shape once at ~20 tokens per parameter "
-                        "(profile cpu-inverse: the inverse-scaling ladder)")
+                        "(profile cpu-inverse: the inverse-scaling ladder); "
+                        "schedules: training curves of each shape under constant, cosine, WSD and step learning-rate "
+                        "schedules, ~100 evaluations a run (profile cpu-schedules)")
     p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="the grid's size, from smoke (seconds, CI) to gpu (hours); see scalinglab.training.sweep")
     p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
@@ -35,6 +37,9 @@ def register(sub) -> None:
                    help="train every run with this many seeds (replicates measure seed-to-seed noise; "
                         "raising it on a finished database trains only the new seeds)")
     p.add_argument("--json", action="store_true", help="print the report as JSON when done")
+    p.add_argument("--cost", action="store_true",
+                   help="print what the sweep would cost (runs, steps, tokens, FLOPs, and seconds on one core where "
+                        "the profile has a measured speed) and exit without training")
     p.add_argument("--export", metavar="FOLDER", default=None,
                    help="when done, write the finished models there: float16 weights, the tokenizer and a "
                         "manifest with sha256 (small enough to commit; read by inverse-eval)")
@@ -65,6 +70,9 @@ def _print_report(rep, as_json: bool) -> None:
 def _sweep(args) -> int:
     from scalinglab.training import sweep
 
+    if args.cost:
+        print(sweep.describe_cost(args.preset, args.profile, args.seeds))
+        return 0
     sweep.run_sweep(args.preset, args.profile, args.db, launcher=args.launcher, max_runs=args.max_runs,
                     workers=args.workers, seeds=args.seeds,
                     executor=None if args.executor == "auto" else args.executor)
@@ -74,7 +82,7 @@ def _sweep(args) -> int:
         manifest = export_models(args.db, args.export)
         size = sum(m["bytes"] for m in manifest["models"])
         print(f"exported {len(manifest['models'])} models ({size / 1e6:.1f} MB in float16) to {args.export}")
-    if args.preset == "optimal" and not args.json:  # a family of models: one budget each, no isoFLOP exponent
+    if args.preset in ("optimal", "schedules") and not args.json:  # one budget per model: no isoFLOP exponent
         from scalinglab.training.sweep.export import describe_family
 
         print(describe_family(args.db))

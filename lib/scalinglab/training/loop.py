@@ -7,9 +7,15 @@ given model (C = flops_per_token x D), one constant-learning-rate run yields
 its loss at every budget it passes (Kaplan et al.'s envelope), while a
 cosine-to-budget run (Hoffmann et al.) is evaluated at its end.
 
-Schedules: linear warmup over ``warmup_tokens`` (Kaplan's long fixed warmup,
+Schedules (:mod:`scalinglab.schedules`, one definition for the loop and for
+curve laws): linear warmup over ``warmup_tokens`` (Kaplan's long fixed warmup,
 or short, about N tokens, as Porian et al.), then ``cosine`` decay to
-``min_lr_ratio`` of the peak at ``total_tokens``, or ``constant``.
+``min_lr_ratio`` of the peak at ``total_tokens``, ``constant``, ``wsd``
+(stable, then a linear cooldown over the last ``cooldown`` of the run to
+``min_lr_ratio`` of the peak) or ``step`` (the peak, then ``drop_factor`` of
+it after ``drop_at`` of the run). Each curve row records the rate of the step
+that ended there, the number the optimizer used, and the mean training loss
+of the steps since the previous row (``train_loss_mean``).
 
 On CUDA: bf16 autocast, torch.compile and fused AdamW. On CPU: fp32,
 deterministic algorithms, and bit-identical results for the same seed, also
@@ -32,16 +38,18 @@ import torch
 # step_at and gpu_peak live with the FLOP accounting, so that sweep planning and reports need no torch
 from scalinglab.accounting.decoder import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
 from scalinglab.errors import UserError
+from scalinglab.schedules import SCHEDULES, Schedule  # noqa: F401 (SCHEDULES re-exported)
 from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
-
-SCHEDULES = ("cosine", "constant")
 
 
 @dataclass
 class TrainConfig:
     lr: float = 1e-3
-    min_lr_ratio: float = 0.1      # cosine ends at this fraction of the peak
-    schedule: str = "cosine"       # cosine | constant
+    min_lr_ratio: float = 0.1      # cosine and wsd end at this fraction of the peak
+    schedule: str = "cosine"       # constant | cosine | wsd | step (scalinglab.schedules)
+    cooldown: float = 0.2          # wsd: the last fraction of the run, decayed linearly
+    drop_at: float = 0.5           # step: where the rate drops, as a fraction of the run
+    drop_factor: float = 0.1       # step: the rate after the drop, as a fraction of the peak
     warmup_tokens: int = 0
     total_tokens: int = 1_000_000  # the run's length (cosine decays to it)
     batch_size: int = 32           # sequences per step
@@ -59,8 +67,7 @@ class TrainConfig:
     checkpoint_every_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise UserError(f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
+        schedule_of(self, 1)  # refuses an unknown schedule or parameters out of range
 
 
 @dataclass
@@ -74,6 +81,13 @@ class TrainResult:
     tokens_per_s: float
 
 
+def schedule_of(cfg: TrainConfig, tokens_per_step: int) -> Schedule:
+    """The run's learning-rate schedule, in tokens: the function the loop takes every step's rate from."""
+    return Schedule(cfg.schedule, peak=cfg.lr, total=cfg.total_tokens, warmup=cfg.warmup_tokens,
+                    step_size=tokens_per_step, min_lr_ratio=cfg.min_lr_ratio, cooldown=cfg.cooldown,
+                    drop_at=cfg.drop_at, drop_factor=cfg.drop_factor)
+
+
 def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
     """The learning rate of the step that starts after ``tokens_seen`` tokens and trains on ``tokens_per_step``.
 
@@ -81,14 +95,7 @@ def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
     tokens: the first step already learns (lr/warmup_steps, not ~0) and the last warmup step is at the
     peak. Counting "+1" in tokens instead of steps made step 0 a wasted step at lr/warmup_tokens.
     """
-    if cfg.warmup_tokens and tokens_seen < cfg.warmup_tokens:
-        return cfg.lr * min(tokens_seen + tokens_per_step, cfg.warmup_tokens) / cfg.warmup_tokens
-    if cfg.schedule == "constant":
-        return cfg.lr
-    span = max(cfg.total_tokens - cfg.warmup_tokens, 1)
-    progress = min(max(tokens_seen - cfg.warmup_tokens, 0) / span, 1.0)
-    floor = cfg.lr * cfg.min_lr_ratio
-    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * progress))
+    return schedule_of(cfg, tokens_per_step).at(tokens_seen)
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -149,9 +156,10 @@ _RESUME_FREE = {"checkpoint_every_s", "device", "compile", "eval_batch_size"}
 
 
 def _resume(checkpoint: Path, device: str, model: GPT, optimizer, cfg: TrainConfig, meta: dict,
-            eval_steps: list[int]) -> tuple[int, list, float]:
-    """(step, curve, seconds) from a resume checkpoint, its weights and optimizer state loaded into
-    ``model`` and ``optimizer``; CheckpointError (naming the file) when it is corrupt, hostile (anything
+            eval_steps: list[int]) -> tuple[int, list, float, list]:
+    """(step, curve, seconds, [sum, count] of the training losses since the last evaluation) from a resume
+    checkpoint (one written before that sum was kept gives [0.0, 0]), its weights and optimizer state loaded
+    into ``model`` and ``optimizer``; CheckpointError (naming the file) when it is corrupt, hostile (anything
     but tensors and plain data is refused unread: ``weights_only``), or another run's."""
     def bad(why: str) -> CheckpointError:
         return CheckpointError(f"{checkpoint}: cannot resume from this checkpoint ({why})")
@@ -195,7 +203,11 @@ def _resume(checkpoint: Path, device: str, model: GPT, optimizer, cfg: TrainConf
         raise bad((str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
     if not all(torch.isfinite(t).all() for t in model.state_dict().values() if t.is_floating_point()):
         raise bad("its weights are not all finite")
-    return step, curve, float(seconds)
+    acc = state.get("train_loss_acc")
+    if not (isinstance(acc, list) and len(acc) == 2 and isinstance(acc[0], float) and math.isfinite(acc[0])
+            and isinstance(acc[1], int) and not isinstance(acc[1], bool) and acc[1] >= 0):
+        acc = [0.0, 0]
+    return step, curve, float(seconds), acc
 
 
 def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_tokens: np.ndarray, *,
@@ -220,11 +232,12 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
     torch.manual_seed(cfg.seed)
     model = GPT(model_cfg).to(device)
     optimizer = make_optimizer(model, cfg, device)
-    step, curve, elapsed = 0, [], 0.0
+    step, curve, elapsed, train_acc = 0, [], 0.0, [0.0, 0]  # train_acc: sum and count of losses since the last row
     checkpoint = Path(checkpoint) if checkpoint else None
     run_meta = dict(meta or {}, train=asdict(cfg))
     if checkpoint and checkpoint.is_file():
-        step, curve, elapsed = _resume(checkpoint, device, model, optimizer, cfg, run_meta, eval_steps)
+        step, curve, elapsed, train_acc = _resume(checkpoint, device, model, optimizer, cfg, run_meta, eval_steps)
+    schedule, eval_at = schedule_of(cfg, tokens_per_step), set(eval_steps)
     compiled = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
 
     def save() -> None:
@@ -232,12 +245,12 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
             if on_checkpoint:
                 on_checkpoint(step)
             save_checkpoint(checkpoint, model, run_meta, optimizer=optimizer.state_dict(), step=step,
-                            curve=curve, seconds=elapsed)
+                            curve=curve, seconds=elapsed, train_loss_acc=list(train_acc))
 
     model.train()
     t0, last_save = time.perf_counter() - elapsed, time.perf_counter()
     while step < total_steps:
-        lr = lr_at(step * tokens_per_step, cfg, tokens_per_step)
+        lr = schedule.at_step(step)
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_tokens, cfg.batch_size, model_cfg.seq_len, step, cfg.seed)
@@ -250,10 +263,14 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        train_loss = loss.item()
+        train_acc = [train_acc[0] + train_loss, train_acc[1] + 1]
         elapsed = time.perf_counter() - t0
-        if step in eval_steps:
+        if step in eval_at:
             row = dict(step=step, tokens=step * tokens_per_step, loss=evaluate(model, val_tokens, cfg, device),
-                       train_loss=loss.item(), lr=lr, seconds=time.perf_counter() - t0)
+                       train_loss=train_loss, train_loss_mean=train_acc[0] / train_acc[1], lr=lr,
+                       seconds=time.perf_counter() - t0)
+            train_acc = [0.0, 0]
             curve.append(row)
             if on_eval:
                 on_eval(row)

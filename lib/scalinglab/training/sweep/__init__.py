@@ -17,15 +17,24 @@ A sweep is a grid of compute budgets x model shapes under one *preset*:
     Porian et al.'s ladder from the first to the second, one change per step
     (``LADDER``; step 1, the count, re-reads ladder0's runs), for profile
     ``cpu-ladder``.
+``optimal``
+    A family of models, each shape once at ~20 tokens per parameter.
+``schedules``
+    Training curves, not an isoFLOP grid: each shape once per learning-rate
+    schedule of ``SCHEDULE_FAMILY`` (constant, cosine, WSD, step; defined in
+    ``scalinglab.schedules``), at the same tokens per parameter, evaluated at
+    ~100 points a run, for profile ``cpu-schedules``.
 
 *Profiles* size the grid: ``smoke`` (CI, seconds), ``cpu`` (the committed CPU
 run, ~40 minutes on one core), ``cpu-ladder`` (the ladder, ~4 core-hours with
-3 seeds), ``gpu-quick`` (< 8 minutes on one H100/H200)
+3 seeds), ``cpu-schedules`` (the schedule family), ``gpu-quick`` (< 8 minutes on one H100/H200)
 and ``gpu`` (hours).
 
 Results go to SQLite: ``runs`` (one row per planned run: shape, counts,
 config, status, device, library versions, git commit) and ``curves`` (its
-validation loss at each evaluation, with the budget it stands for). Planned
+validation loss at each evaluation, with the budget it stands for, the
+learning rate of the step that ended there and the training loss averaged
+since the previous evaluation). Planned
 rows are written first; a finished run's row and curve are written in one
 transaction by the launcher, never by the job, so a SIGKILL can lose at most
 the unfinished run's progress since its last checkpoint. Rerunning skips
@@ -57,6 +66,7 @@ from scalinglab.training.sweep.plan import (  # noqa: F401
     PRESET_CONFIG,
     PRESETS,
     PROFILES,
+    SCHEDULE_FAMILY,
     SEED_BOOT,
     WORKBOOK_PRESETS,
     WORKBOOK_SMOKE_SEEDS,
@@ -65,6 +75,8 @@ from scalinglab.training.sweep.plan import (  # noqa: F401
     check_preset,
     check_seeds,
     cost,
+    curve_points,
+    describe_cost,
     get_profile,
     plan,
 )

@@ -46,11 +46,14 @@ def describe_family(db_path: Path | str) -> str:
     instead of an isoFLOP report, which a family with one budget per model does not have."""
     rows = _family_rows(Path(db_path))
     done = [r for r in rows if r[-1] == "finished"]
-    lines = [f"{Path(db_path).name}: {len(done)} of {len(rows)} models finished",
-             f"{'model':>8} {'N non-emb':>10} {'N std':>9} {'tokens':>11} {'C (FLOP)':>10} {'val loss':>9} "
-             f"{'train s':>8}"]
-    for (_, w, d, n_ne, n_std, _, budget, loss, tokens, secs, _, _, status) in rows:
-        head = f"{f'{w}x{d}':>8} {n_ne:>10,} {n_std:>9,}"
+    # several runs of one shape (preset schedules: one per schedule and seed) are told apart by their run ids
+    by_id = len({(r[1], r[2]) for r in rows}) < len(rows)
+    wide = max([len(r[0]) for r in rows] + [5]) if by_id else 8
+    lines = [f"{Path(db_path).name}: {len(done)} of {len(rows)} {'runs' if by_id else 'models'} finished",
+             f"{'run' if by_id else 'model':>{wide}} {'N non-emb':>10} {'N std':>9} {'tokens':>11} {'C (FLOP)':>10} "
+             f"{'val loss':>9} {'train s':>8}"]
+    for (run_id, w, d, n_ne, n_std, _, budget, loss, tokens, secs, _, _, status) in rows:
+        head = f"{run_id if by_id else f'{w}x{d}':>{wide}} {n_ne:>10,} {n_std:>9,}"
         if status == "finished":
             lines.append(f"{head} {tokens:>11,} {budget:>10.3g} {loss:>9.3f} {secs:>8.0f}")
         else:

@@ -296,6 +296,10 @@ def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str =
 
         for line in notes:
             warn(line)
+        if progress and prof.flops_per_s:  # a profile with a measured speed: say what the sweep will cost
+            from scalinglab.training.sweep.plan import describe_cost
+
+            warn(describe_cost(preset, profile, seeds))
 
         def recorded(spec: RunSpec, result: dict) -> None:
             bar.update(1)

@@ -30,9 +30,16 @@ LADDER = {
 # A family of models for evaluation (issue 14's inverse-scaling ladder), not a scaling sweep: each shape trained
 # once, to about compute-optimal length (Profile.optimal_tokens_per_param tokens per standard-count parameter),
 # with a cosine decayed to that length, a short warmup and a per-size learning rate (Profile.optimal_lr_at_64).
+# A family of training curves under four learning-rate schedules (issue 25's own runs), for laws that predict a
+# whole loss curve from its schedule: every shape trained once per schedule, all to the same tokens per parameter
+# (Profile.optimal_tokens_per_param, or Profile.schedules_steps steps), with the optimal preset's learning rate
+# and warmup, and validation loss at ~100 points of each run (curve_points); Profile.schedules_seeds gives some
+# shapes more seeds.
+SCHEDULE_FAMILY = ("constant", "cosine", "wsd", "step")
 PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER,
-                 "optimal": ("standard", "short", "cosine", True)}
-PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal")
+                 "optimal": ("standard", "short", "cosine", True),
+                 "schedules": ("standard", "short", "family", True)}
+PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal", "schedules")
 # Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points.
 NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
 # The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
@@ -53,7 +60,6 @@ BLOCK_BOOT = 1000  # exponent_differences' block bootstrap over shapes (spline, 
 SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
 # The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
 WORKBOOK_SMOKE_SEEDS = 2
-WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
 WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
 
 
@@ -95,10 +101,23 @@ class Profile:
     # >= 1e-2 at width 16-24 and ~3e-3 at 32x2 and above)
     optimal_tokens_per_param: float = 20.0
     optimal_lr_at_64: float = 3e-3
+    # preset schedules: more seeds for some shapes, a fixed length in steps instead of
+    # optimal_tokens_per_param (None: tokens per parameter), evaluations per run (curve_points evenly spaced steps
+    # plus up to curve_points // 5 geometrically spaced ones before the first, where the loss falls fastest), and the
+    # measured training speed on one core (FLOP/s, bench/bench_train.py) that turns the plan's FLOPs into seconds
+    schedules_seeds: tuple[tuple[int, int, int], ...] = ()   # (width, depth, seeds)
+    schedules_steps: int | None = None
+    curve_points: int = 100
+    flops_per_s: float | None = None
 
     def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
         return self.shapes_by_preset.get(preset, self.shapes)
 
+
+# Training speed of the cpu-schedules models on one core (FLOP/s with attention, forward + backward, as cost()
+# counts them): bench/bench_train.py's eager fp32 at 96x2, 15,875 tokens/s x 1.79 MFLOP/token, measured on a
+# 2-core machine under a load average of ~8 (an idle core gave ~23k tokens/s); cost() turns FLOPs into seconds.
+FLOPS_PER_S_SCHEDULES = 2.8e10
 
 PROFILES: dict[str, Profile] = {
     # CI: tiny widths and a 512-id BPE trained on 300 kB; both presets in ~20 s on 2 cores.
@@ -108,7 +127,10 @@ PROFILES: dict[str, Profile] = {
         budgets=dict(kaplan=(2e8, 4e8, 8e8, 1.6e9), hoffmann=(6e8, 1.2e9, 2.4e9), ladder0=(2e8, 4e8, 8e8, 1.6e9),
                      ladder2=(6e8, 1.2e9, 2.4e9), ladder3=(6e8, 1.2e9, 2.4e9), ladder4=(6e8, 1.2e9, 2.4e9)),
         train_bytes=600_000, val_bytes=100_000, eval_tokens=2_048, kaplan_warmup_tokens=8_192, n_ref=2e4,
-        kaplan_max_tokens=40_000, shapes_by_preset=dict(optimal=((8, 1), (16, 1))),  # the 2-model smoke ladder
+        kaplan_max_tokens=40_000,
+        shapes_by_preset=dict(optimal=((8, 1), (16, 1)),  # the 2-model smoke ladder
+                              schedules=((8, 1), (12, 1), (16, 1))),
+        schedules_seeds=((12, 1, 3),), schedules_steps=30, curve_points=10,
     ),
     # The committed CPU sweep (data/sweeps/): ~40 min on one core.
     "cpu": Profile(
@@ -150,6 +172,24 @@ PROFILES: dict[str, Profile] = {
         shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (48, 2)), budgets={},
         train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
     ),
+    # The schedule family (issue 25, preset schedules): 3 sizes x 4 schedules (constant, cosine, WSD with a 20%
+    # linear cooldown, a two-stage step), each at 20 tokens per standard-count parameter, 3 seeds for the middle
+    # size: 20 runs. Profile cpu-ladder's data and 512-id BPE (14.5M training tokens; the largest run reads 9.2M,
+    # so no run repeats data). N_std 133k, 273k, 462k (a factor ~1.9 apart); warmup N tokens (5% of a run).
+    # Validation on the first 8,192 tokens of the held-out text (the same tokens at every evaluation, so the curve
+    # is smooth in the step) at 111-115 points per run (100 evenly spaced, the rest geometric before the first):
+    # measured, an evaluation of 4,096 tokens takes 0.6-0.7 of a training step's time, so evaluating costs ~10% of
+    # the training at 64x2 and ~5% at 128x2; and the training loss averaged over each interval. Eager fp32: in
+    # bench/bench_train.py torch.compile and bf16 autocast were both slower than it on these models.
+    # Peak LR 1.2e-2·64/width (1.2e-2, 8e-3, 6e-3): at 3e-3·64/width (optimal's rule) the 64x2 runs were limited by
+    # their rate (a plateau near 3.8 nats, then a fall that a lower rate slowed, so the cosine ended above the
+    # constant rate: 3.535 against 3.427); a probe of 64x2's cosine at 3e-3, 6e-3 and 1.2e-2 ended at 3.535, 3.458
+    # and 3.416, the largest rate probed best. The 1/width scaling is assumed, not probed, for 96 and 128.
+    "cpu-schedules": Profile(
+        name="cpu-schedules", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
+        shapes=((64, 2), (96, 2), (128, 2)), budgets={}, train_bytes=30_000_000, val_bytes=600_000,
+        eval_tokens=8_192, optimal_lr_at_64=1.2e-2, schedules_seeds=((96, 2, 3),), curve_points=100, flops_per_s=FLOPS_PER_S_SCHEDULES,
+    ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
     # (compiling each shape would take longer than training it), and 4 runs at once on the one GPU.
@@ -186,14 +226,15 @@ def get_profile(name: str) -> Profile:
     return PROFILES[name]
 
 
-def cost(preset: str, profile: Profile | str, vocab_size: int) -> dict:
+def cost(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -> dict:
     """What a sweep asks of the hardware: runs, training tokens, optimizer steps and FLOPs
-    (forward+backward with attention, ``flops.flops_per_token(...).with_attention``, plus evaluations)."""
+    (forward+backward with attention, ``flops.flops_per_token(...).with_attention``, plus evaluations), and
+    ``seconds`` on one core where the profile has a measured ``flops_per_s``. Every seed's runs count."""
     from scalinglab.accounting.decoder import flops_per_token, step_at
 
     prof = get_profile(profile) if isinstance(profile, str) else profile
     out = dict(runs=0, tokens=0, steps=0, flops=0.0)
-    for r in plan(preset, prof, vocab_size):
+    for r in plan(preset, prof, vocab_size, seeds):  # the schedules preset plans its extra seeds itself
         t = r.train
         fpt = flops_per_token(r.width, r.depth, vocab_size, seq_len=prof.seq_len).with_attention
         # the steps and evaluations scalinglab.training.loop.train makes: whole steps, the end evaluated once
@@ -204,7 +245,41 @@ def cost(preset: str, profile: Profile | str, vocab_size: int) -> dict:
         out["tokens"] += steps * per_step
         out["steps"] += steps
         out["flops"] += fpt * steps * per_step + fpt / 3 * evals * prof.eval_tokens  # eval: forward only
+    if prof.flops_per_s:
+        out["seconds"] = out["flops"] / prof.flops_per_s
     return out
+
+
+def tokenizer_vocab(name: str) -> int:
+    """The vocabulary a profile's tokenizer has, from its name (``bpe512-t2000000``: 512; ``gpt2``: 50,257),
+    so that a plan's cost needs no trained tokenizer."""
+    import re
+
+    m = re.fullmatch(r"bpe(\d+)(-t\d+)?", name)
+    return int(m.group(1)) if m else 50257
+
+
+def describe_cost(preset: str, profile: str, seeds: int = 1) -> str:
+    """What `scalinglab sweep --cost` prints: the sweep's runs, steps, tokens and FLOPs, per shape and in all,
+    and the seconds on one core where the profile has a measured speed."""
+    prof = get_profile(profile)
+    vocab = tokenizer_vocab(prof.tokenizer)
+    total = cost(preset, prof, vocab, seeds)
+    lines = [f"{preset}/{profile} ({prof.tokenizer}, {vocab} ids): {total['runs']} runs, {total['steps']:,} steps, "
+             f"{total['tokens']:,} tokens, {total['flops']:.3g} FLOP (training and evaluations)"]
+    by_shape: dict = {}
+    for r in plan(preset, prof, vocab, seeds):
+        by_shape.setdefault((r.width, r.depth), []).append(r)
+    for (w, d), runs in by_shape.items():
+        one = cost(preset, replace(prof, shapes=((w, d),), shapes_by_preset={}), vocab, seeds)
+        per = one["flops"] / one["runs"]
+        secs = f", ~{per / prof.flops_per_s:,.0f} s each" if prof.flops_per_s else ""
+        lines.append(f"  {w}x{d}: N_std {runs[0].n_standard:,}, {one['runs']} runs of "
+                     f"{one['steps'] // one['runs']:,} steps, {per:.3g} FLOP each{secs}")
+    if prof.flops_per_s:
+        lines.append(f"about {total['seconds']:,.0f} s = {total['seconds'] / 3600:.1f} core-hours at the profile's "
+                     f"measured {prof.flops_per_s:.3g} FLOP/s on one core (longer when other work shares the core)")
+    return "\n".join(lines)
 
 
 def check_preset(preset: str) -> None:
@@ -266,14 +341,59 @@ def plan(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -
     check_seeds(seeds)
     prof = get_profile(profile) if isinstance(profile, str) else profile
     first = _plan_one_seed(preset, prof, vocab_size)
+
+    def n_seeds(r: RunSpec) -> int:
+        more = {(w, d): k for w, d, k in prof.schedules_seeds} if preset == "schedules" else {}
+        return max(seeds, more.get((r.width, r.depth), 1))
+
     runs = first + [replace(r, run_id=f"{r.run_id}-s{i}", replicate=i, train=dict(r.train, seed=prof.seed + i))
-                    for i in range(1, seeds) for r in first]
+                    for r in first for i in range(1, n_seeds(r))]
     return sorted(runs, key=lambda r: (r.budget, r.n_standard, r.replicate))
+
+
+def curve_points(steps: int, n: int) -> list[int]:
+    """The steps a curve is evaluated at: ``n`` evenly spaced (the last is ``steps``), and up to ``n // 5`` more
+    spaced geometrically from step 1 to the first of them, where the loss falls fastest; sorted, distinct."""
+    even = {max(1, round(steps * k / n)) for k in range(1, n + 1)}
+    first = min(even)
+    early = {int(round(first ** (k / (n // 5 + 1)))) for k in range(n // 5 + 1)} if n >= 5 else set()
+    return sorted(even | {s for s in early if 1 <= s < first})
+
+
+def _plan_schedules(prof: Profile, vocab_size: int) -> list[RunSpec]:
+    """Preset schedules: every shape once per schedule of SCHEDULE_FAMILY, all of a shape's runs alike but for it."""
+    from scalinglab.accounting.decoder import step_at
+
+    runs = []
+    for width, depth in prof.shapes_for("schedules"):
+        counts = count_params(width, depth, vocab_size, seq_len=prof.seq_len)
+        n = counts.standard
+        per_step = prof.batch_size * prof.seq_len
+        steps = prof.schedules_steps or step_at(math.ceil(prof.optimal_tokens_per_param * n), per_step)
+        tokens = steps * per_step
+        model = dict(vocab_size=vocab_size, seq_len=prof.seq_len, width=width, depth=depth,
+                     head_dim=min(prof.head_dim, width))
+        budget = 6.0 * n * tokens
+        for schedule in SCHEDULE_FAMILY:
+            # the schedules' shapes (scalinglab.schedules): cosine and WSD end at a tenth of the peak, WSD cools
+            # down over the last 20% of the steps, the step schedule drops to a tenth at half-way
+            train = dict(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
+                         compile=prof.compile, lr=min(prof.optimal_lr_at_64 * 64 / width, prof.max_lr),
+                         schedule=schedule, min_lr_ratio=0.1, cooldown=0.2, drop_at=0.5, drop_factor=0.1,
+                         warmup_tokens=min(n, tokens // 4), total_tokens=tokens, batch_size=prof.batch_size,
+                         beta2=0.99, eval_at_tokens=[s * per_step for s in curve_points(steps, prof.curve_points)])
+            runs.append(RunSpec(run_id=f"schedules-{schedule}-w{width}-d{depth}", preset="schedules",
+                                profile=prof.name, width=width, depth=depth, budget=budget, budgets=(budget,),
+                                n_non_embedding=counts.non_embedding, n_standard=n, n_total=counts.total,
+                                model=model, train=train))
+    return runs
 
 
 def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]:
     from scalinglab.accounting.decoder import step_at
 
+    if preset == "schedules":
+        return _plan_schedules(prof, vocab_size)
     budgets = tuple(sorted(prof.budgets.get(preset, ())))
     runs = []
     for width, depth in prof.shapes_for(preset):

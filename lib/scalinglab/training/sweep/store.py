@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS curves (
     run_id TEXT NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, tokens INTEGER NOT NULL,
     budget REAL, flops REAL NOT NULL, loss REAL NOT NULL, train_loss REAL, lr REAL, seconds REAL,
-    PRIMARY KEY (run_id, step)
+    train_loss_mean REAL, PRIMARY KEY (run_id, step)
 );
 """
 
@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS curves (
 #   finished_by: the owner that recorded its result.
 ADDED_COLUMNS = {"owner": "TEXT", "lease_until": "REAL", "claims": "INTEGER NOT NULL DEFAULT 0",
                  "finished_by": "TEXT"}
+# The same for curves. train_loss is the training batch's loss at the row's step; train_loss_mean the mean of
+# the batches' losses since the previous row (the training loss smoothed over the logging interval; NULL in
+# rows written before it was kept). lr is the rate of the step that ended at the row's step.
+ADDED_CURVE_COLUMNS = {"train_loss_mean": "REAL"}
 
 
 def connect(db_path: Path | str) -> sqlite3.Connection:
@@ -92,15 +96,20 @@ def cannot_write(db_path: Path | str) -> str | None:
 
 
 def _add_missing_columns(con: sqlite3.Connection) -> None:
-    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
-    if set(ADDED_COLUMNS) <= have:
+    tables = {"runs": ADDED_COLUMNS, "curves": ADDED_CURVE_COLUMNS}
+
+    def have(table: str) -> set:
+        return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+    if all(set(cols) <= have(table) for table, cols in tables.items()):
         return
     con.execute("BEGIN IMMEDIATE")  # another process may be adding them at this moment
     try:
-        have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
-        for name, definition in ADDED_COLUMNS.items():
-            if name not in have:
-                con.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
+        for table, cols in tables.items():
+            present = have(table)
+            for name, definition in cols.items():
+                if name not in present:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -179,9 +188,11 @@ def record_result(con: sqlite3.Connection, spec: RunSpec, result: dict, owner: s
                 return False
         con.execute("DELETE FROM curves WHERE run_id = ?", (spec.run_id,))
         con.executemany(
-            "INSERT INTO curves VALUES (?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO curves (run_id, step, tokens, budget, flops, loss, train_loss, lr, seconds, train_loss_mean) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(spec.run_id, r["step"], r["tokens"], budget_at.get(r["step"]), 6.0 * n * r["tokens"], r["loss"],
-              r.get("train_loss"), r.get("lr"), r.get("seconds")) for r in result["curve"]])
+              r.get("train_loss"), r.get("lr"), r.get("seconds"), r.get("train_loss_mean"))
+             for r in result["curve"]])
         con.execute(
             "UPDATE runs SET status='finished', final_loss=?, tokens=?, steps=?, seconds=?, tokens_per_s=?, "
             "device=?, versions=?, git_commit=?, checkpoint=?, finished_at=?, finished_by=?, owner=NULL, "
