@@ -10,7 +10,7 @@ from scalinglab.errors import UserError
 from scalinglab.accounting.decoder import count_params
 
 
-# Porian et al.'s ladder on our own runs (issue 13), one change per step. Per preset: N counted
+# Porian et al.'s ladder on our own runs, one change per step. Per preset: N counted
 # (non_embedding: Kaplan's, C = 6·N_ne·D; standard: with the head, C = 6·N_std·D), warmup (long: the profile's
 # kaplan_warmup_tokens; short: about N_std tokens), schedule (constant: one run per shape, read at every budget
 # it passes; cosine: one run per (budget, shape), decayed to it) and per-size tuning (False: kaplan_lr, batch_size
@@ -27,10 +27,10 @@ LADDER = {
     "ladder3": ("standard", "short", "cosine", False),         # + cosine decay matched to each budget
     "ladder4": ("standard", "short", "cosine", True),          # + per-size lr, batch and beta2
 }
-# A family of models for evaluation (issue 14's inverse-scaling ladder), not a scaling sweep: each shape trained
+# A family of models for evaluation (the inverse-scaling ladder), not a scaling sweep: each shape trained
 # once, to about compute-optimal length (Profile.optimal_tokens_per_param tokens per standard-count parameter),
 # with a cosine decayed to that length, a short warmup and a per-size learning rate (Profile.optimal_lr_at_64).
-# A family of training curves under four learning-rate schedules (issue 25's own runs), for laws that predict a
+# A family of training curves under four learning-rate schedules, for laws that predict a
 # whole loss curve from its schedule: every shape trained once per schedule, all to the same tokens per parameter
 # (Profile.optimal_tokens_per_param, or Profile.schedules_steps steps), with the optimal preset's learning rate
 # and warmup, and validation loss at ~100 points of each run (curve_points); Profile.schedules_seeds gives some
@@ -145,7 +145,7 @@ PROFILES: dict[str, Profile] = {
         # rate falls from >= 1e-2 at 32k to ~3e-3 at 106k and above, hence the steep N^-0.75.
         hoffmann_lr=3.5e-3, lr_power=-0.75,
     ),
-    # Porian et al.'s ladder on CPU (issue 13): presets ladder0, ladder2, ladder3, ladder4, 3 seeds each,
+    # Porian et al.'s ladder on CPU: presets ladder0, ladder2, ladder3, ladder4, 3 seeds each,
     # ~2 h on 2 cores (one run per core). Two decades of compute per step, 7 budgets a third of a decade apart;
     # ladder0's in Kaplan's count (C = 6·N_ne·D), the others' in the standard count. A 512-id BPE: the head
     # (512·width) is 82% of N_std at 8x1 and 18% at 96x2 (46% at 32x1), so step 1 still has a head to count
@@ -160,7 +160,7 @@ PROFILES: dict[str, Profile] = {
         tokens_per_param=(2, 500), train_bytes=30_000_000, val_bytes=600_000, eval_tokens=65_536,
         kaplan_warmup_tokens=200_000, kaplan_max_tokens=14_000_000, hoffmann_lr=3.5e-3, lr_power=-0.75,
     ),
-    # The inverse-scaling ladder (issue 14, preset optimal): 6 GPTs, each trained once at 20 tokens per parameter,
+    # The inverse-scaling ladder (preset optimal): 6 GPTs, each trained once at 20 tokens per parameter,
     # ~50 min on 2 idle cores (one run per core; 12.5k steps of 2,048 tokens). An 8k BPE, so the models spell English
     # words (the prize tasks' prompts and the corpus probes are scored as text); its head (8192·width) is most of
     # N_std at these widths, so N_std spans 0.83 decades (66k-450k) while the transformer blocks (N_ne, Kaplan's
@@ -172,7 +172,7 @@ PROFILES: dict[str, Profile] = {
         shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (48, 2)), budgets={},
         train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
     ),
-    # The schedule family (issue 25, preset schedules): 3 sizes x 4 schedules (constant, cosine, WSD with a 20%
+    # The schedule family (preset schedules): 3 sizes x 4 schedules (constant, cosine, WSD with a 20%
     # linear cooldown, a two-stage step), each at 20 tokens per standard-count parameter, 3 seeds for the middle
     # size: 20 runs. Profile cpu-ladder's data and 512-id BPE (14.5M training tokens; the largest run reads 9.2M,
     # so no run repeats data). N_std 133k, 273k, 462k (a factor ~1.9 apart); warmup N tokens (5% of a run).
