@@ -21,7 +21,7 @@ from pathlib import Path
 from scalinglab import __version__
 from scalinglab.errors import UserError
 from scalinglab.training.sweep.plan import LAUNCHERS, Profile, RunSpec, check_preset, check_seeds, get_profile, plan
-from scalinglab.training.sweep.store import (check_identity, claim_next, connect, held_elsewhere, holder,
+from scalinglab.training.sweep.store import (check_identity, claim_next, connect, held_elsewhere, holder, lease_left,
                                              mark_for_retraining, record_result, register_plan, release, renew,
                                              spec_from_dict, summary_counts, sweep_meta)
 
@@ -211,6 +211,7 @@ class _Claims:
         self.con, self.db_path, self.owner, self.lease_s = con, db_path, owner, lease_s
         self.max_runs, self.on_record, self.warn = max_runs, on_record, warn
         self.taken = 0
+        self.said_waiting = False
 
     def full(self) -> bool:
         return self.max_runs is not None and self.taken >= self.max_runs
@@ -331,6 +332,11 @@ def _wait_or_stop(claims: _Claims) -> bool:
     others = claims.others()
     if not others:
         return False
+    if not claims.said_waiting:   # once: a resume that only waits must not look hung
+        claims.said_waiting = True
+        claims.warn(f"waiting for {len(others)} run(s) claimed by another process "
+                    f"({', '.join(sorted(set(others.values()))[:2])}); the first claim expires in "
+                    f"{lease_left(claims.con, claims.owner):.0f} s unless renewed")
     claims.idle()
     return True
 

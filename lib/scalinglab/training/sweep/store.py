@@ -238,12 +238,42 @@ def summary_counts(con: sqlite3.Connection) -> dict:
 
 # --- claims --------------------------------------------------------------------------------
 
+def _process_gone(owner: str) -> bool:
+    """Whether ``owner`` (host:pid:token) names a process of this host that no longer runs. A claim of a process
+    killed here need not be waited out: its pid says so at once. Another host's claims can only expire."""
+    import os
+    import socket
+
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:   # it exists, under another user
+        return False
+    return False
+
+
+def _release_dead(con: sqlite3.Connection) -> None:
+    """Inside a write transaction: free the live claims whose owner's process has died on this host."""
+    rows = con.execute("SELECT DISTINCT owner FROM runs WHERE status != 'finished' AND owner IS NOT NULL AND "
+                       "lease_until >= ?", (time.time(),)).fetchall()
+    for (dead,) in [r for r in rows if _process_gone(r[0])]:
+        con.execute("UPDATE runs SET owner = NULL, lease_until = NULL WHERE owner = ? AND status != 'finished'",
+                    (dead,))
+
+
 def claim_next(con: sqlite3.Connection, owner: str, lease_s: float) -> RunSpec | None:
     """Claim the first claimable run (in :func:`pending`'s order) for ``owner`` until now + ``lease_s``;
-    None when every unfinished run is held by a live claim (or none is left)."""
+    None when every unfinished run is held by a live claim (or none is left). A claim whose process has died
+    on this host is claimable at once (a resume after SIGKILL waited out the dead process's 120 s lease)."""
     now = time.time()
     con.execute("BEGIN IMMEDIATE")  # no other writer until COMMIT: the check and the claim are one step
     try:
+        _release_dead(con)
         rows = con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished' AND "
                            "(owner IS NULL OR lease_until IS NULL OR lease_until < ?)", (now,)).fetchall()
         specs = sorted((_spec(con, r, s) for r, s in rows), key=_order)
@@ -258,9 +288,17 @@ def claim_next(con: sqlite3.Connection, owner: str, lease_s: float) -> RunSpec |
 
 
 def held_elsewhere(con: sqlite3.Connection, owner: str) -> dict[str, str]:
-    """Unfinished runs under another owner's live claim: {run_id: owner}."""
-    return dict(con.execute("SELECT run_id, owner FROM runs WHERE status != 'finished' AND owner IS NOT NULL "
-                            "AND owner != ? AND lease_until >= ?", (owner, time.time())).fetchall())
+    """Unfinished runs under another live owner's live claim: {run_id: owner}."""
+    rows = con.execute("SELECT run_id, owner FROM runs WHERE status != 'finished' AND owner IS NOT NULL "
+                       "AND owner != ? AND lease_until >= ?", (owner, time.time())).fetchall()
+    return {run_id: who for run_id, who in rows if not _process_gone(who)}
+
+
+def lease_left(con: sqlite3.Connection, owner: str) -> float:
+    """Seconds until the first live claim of another owner expires (0 when there is none)."""
+    row = con.execute("SELECT MIN(lease_until) FROM runs WHERE status != 'finished' AND owner IS NOT NULL AND "
+                      "owner != ? AND lease_until >= ?", (owner, time.time())).fetchone()
+    return max(0.0, (row[0] or 0.0) - time.time())
 
 
 def renew(con: sqlite3.Connection, owner: str, lease_s: float) -> int:
@@ -306,6 +344,11 @@ def damaged_runs(con: sqlite3.Connection, finished_only: bool = True) -> dict[st
             f"SELECT c.run_id, c.step, c.loss FROM curves c JOIN runs r USING (run_id) WHERE r.status = 'finished' "
             f"AND {_IMPOSSIBLE.format('c.loss')} ORDER BY c.run_id, c.step"):
         out.setdefault(run_id, f"an impossible loss {loss!r} at step {step}")
+    # Every finished run recorded its curve in the same transaction: one without any lost it since (a curves
+    # table dropped and recreated empty reported the sweep as complete).
+    for (run_id,) in con.execute("SELECT run_id FROM runs r WHERE status = 'finished' AND NOT EXISTS "
+                                 "(SELECT 1 FROM curves c WHERE c.run_id = r.run_id)"):
+        out.setdefault(run_id, "no curve rows (its curve was lost from the database)")
     return out
 
 
