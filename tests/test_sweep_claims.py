@@ -114,7 +114,7 @@ def test_two_processes_share_one_sweep_and_train_every_run_once(cache, tmp_path)
     assert set(per_run) == set(rows)
 
 
-def test_a_sigkilled_claimants_run_is_taken_over_after_its_lease(cache, tmp_path, monkeypatch):
+def test_a_sigkilled_claimants_run_is_taken_over_without_waiting_out_its_lease(cache, tmp_path, monkeypatch):
     db = tmp_path / "h.db"
     env = dict(os.environ, SCALINGLAB_CACHE=str(cache), SCALINGLAB_SWEEP_LEASE_S="3")
     # Kill a claimant while it holds a run. The kill can still land in the instant between one run's end and
@@ -162,9 +162,9 @@ def test_a_sigkilled_claimants_run_is_taken_over_after_its_lease(cache, tmp_path
     planned = len(sweep.plan("hoffmann", "smoke", 512))
     assert counts == dict(planned=planned, finished=planned)
     rows = _rows(db)
-    # the killed process's run: claimed again only once its lease had run out, then finished here
-    (when,) = [t for t, r in claimed if r == run_id]
-    assert when >= lease_until
+    # the killed process's run: claimed again exactly once, then finished here (its process being gone from this
+    # host, without waiting out the lease: tests/test_sweep_leases.py checks that part deterministically)
+    assert [r for _, r in claimed].count(run_id) == 1
     assert rows[run_id][1] == 2 and rows[run_id][3] != dead_owner
     # every other run was trained once: the dead process's finished runs were left alone
     assert all(r[1] == 1 for k, r in rows.items() if k != run_id)
