@@ -99,7 +99,7 @@ device-carry:
 # Regenerate the pinned transitive closure after editing pyproject.toml.
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
-	.venv-lock/bin/pip install -q -e '.[all]'
+	.venv-lock/bin/pip install -q -e '.[all,labcheck]'   # labcheck too, so its pins (playwright, greenlet) stay in the lock
 	# Drop torch's local version (+cpu here) so a GPU machine resolves the CUDA build of the same release.
 	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e' | sed -E 's/^(torch==[^+]*)\+.*/\1/' > requirements.lock
 	rm -rf .venv-lock

@@ -135,3 +135,49 @@ def test_delta_is_one_flag_for_every_law(capsys):
         out = capsys.readouterr().out
         assert '"delta": 0.01' in out
     refused(capsys, ["fit", str(EXAMPLE), "--delta", "-1"], "--delta must be a positive finite number")
+
+
+# --- messages that said too little or the wrong thing ---------------------------------------------------------
+
+def test_a_ragged_row_is_named_as_ragged(tmp_path, capsys):
+    # pandas filled the short row with NaN, which read as "line 4 has nan".
+    path = tmp_path / "ragged.csv"
+    path.write_text("N,C,loss\n1e8,1e18,3.0\n2e8,1e18,2.9\n4e8,1e18\n")
+    refused(capsys, ["isoflop", path], "line 4 has 2 fields, the header has 3")
+
+
+def test_compare_laws_on_too_few_runs_says_why(tmp_path, capsys):
+    path = tmp_path / "three.csv"
+    path.write_text("N,D,loss\n1e8,1e9,3.0\n2e8,2e9,2.9\n4e8,4e9,2.8\n")
+    refused(capsys, ["compare-laws", path, "--law", "chinchilla", "--law", "kaplan"],
+            "holds out none of the 3 selected rows: too few runs", "--holdout COND")
+
+
+def test_export_onto_a_file_is_one_line(tmp_path, capsys):
+    # A real sweep database with finished runs, exported onto an existing file: mkdir raised FileExistsError.
+    import shutil
+
+    db = tmp_path / "models.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "models" / "inverse-ladder.db", db)
+    target = tmp_path / "taken"
+    target.write_text("a file")
+    from scalinglab.errors import UserError
+    from scalinglab.training.sweep.export import export_models
+
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        export_models(db, target)
+    assert target.read_text() == "a file"
+
+
+def test_a_run_the_law_predicts_exactly_is_inside(tmp_path, capsys):
+    # Equal losses: the law is flat and σ = 0, so every interval has zero width; rows were marked "outside" at
+    # +0.00% error by a last-bit difference.
+    import itertools
+
+    path = tmp_path / "flat.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{n:g},{d:g},3.0\n" for n, d in
+                                            itertools.product([1e7, 2e7, 4e7, 8e7], [1e9, 3e9, 1e10, 3e10])))
+    assert cli.main(["fit", str(path), "--holdout", "N>=8e7"]) == 0
+    out = capsys.readouterr().out
+    assert "4 of 4 inside their new-run interval" in out
+    assert not [line for line in out.splitlines() if line.rstrip().endswith("]  outside")]
