@@ -75,7 +75,10 @@ def test_compare_needs_a_bootstrap(tmp_path, capsys):
     p = tmp_path / "a.csv"
     N, D, L = runs(LAW_A, *grid(), seed=0)
     p.write_text("N,D,loss\n" + "".join(f"{x:.17g},{y:.17g},{z:.17g}\n" for x, y, z in zip(N, D, L)))
-    assert main(["compare", str(p), str(p), "--bootstrap", "0"]) == 2
+    q = tmp_path / "b.csv"   # another draw: two copies of one table are refused before the bootstrap is asked for
+    N, D, L = runs(LAW_A, *grid(), seed=1)
+    q.write_text("N,D,loss\n" + "".join(f"{x:.17g},{y:.17g},{z:.17g}\n" for x, y, z in zip(N, D, L)))
+    assert main(["compare", str(p), str(q), "--bootstrap", "0"]) == 2
     assert "needs a bootstrap" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["compare", str(p)])

@@ -75,8 +75,8 @@ def test_a_real_edited_database_is_one_line(tmp_path, capsys):
 def test_a_level_the_resamples_cannot_support_is_refused(capsys):
     # 20 resamples printed a "100% interval (20 of 20 resamples)" for --level 0.999999: just the extremes.
     refused(capsys, ["fit", str(EXAMPLE), "--bootstrap", "20", "--level", "0.999999"],
-            "--level 0.999999 with --bootstrap 20", "at least 2,000,000 resamples")
-    refused(capsys, ["fit", str(EXAMPLE), "--bootstrap", "39", "--level", "0.95"], "at least 40 resamples")
+            "--level 0.999999 with --bootstrap 20", "just the extreme replicates", "at least 200,000 resamples")
+    refused(capsys, ["fit", str(EXAMPLE), "--bootstrap", "100", "--level", "0.999"], "at least 200 resamples")
 
 
 def test_a_cluster_bootstrap_over_too_few_groups_is_refused(tmp_path, capsys):
@@ -85,7 +85,7 @@ def test_a_cluster_bootstrap_over_too_few_groups_is_refused(tmp_path, capsys):
     path = tmp_path / "grouped.csv"
     path.write_text("\n".join([rows[0] + ",lab"] + [f"{r},{i % 3}" for i, r in enumerate(rows[1:])]) + "\n")
     refused(capsys, ["fit", str(path), "--bootstrap", "100", "--bootstrap-by", "lab"],
-            "needs at least 5 of them", "fall in 3")
+            "--bootstrap-by lab: the runs fall in 3 groups", "needs at least 5")
 
 
 def test_identical_tables_are_not_compared(capsys):

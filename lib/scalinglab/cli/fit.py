@@ -179,7 +179,7 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling, named_row, no_rows, predict_from
+    from scalinglab.cli.tables import check_groups, check_level, check_resampling, named_row, no_rows, predict_from
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
     from scalinglab.fitting import approach3 as F
@@ -223,6 +223,7 @@ def _run(args) -> int:
             from scalinglab.fitting import holdout as H
 
             labels = H.group_labels(table, args.bootstrap_by)
+            check_groups(labels, args.bootstrap_by)
             boot.update(unit=args.bootstrap_by)
         if not (args.where or args.holdout or args.predict or args.bootstrap_by):
             N, D, L, names = F.runs_from_table(table, drop_highest=args.drop_highest, **cols)

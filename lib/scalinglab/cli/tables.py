@@ -29,17 +29,36 @@ def check_resampling(args) -> None:
         check_level_supported(args.bootstrap, level)
 
 
+def check_groups(labels, flag_value: str) -> None:
+    """--bootstrap-by over enough groups for an interval: k groups give only C(2k-1, k) distinct resamples (10
+    for 3), whose "95% interval" is a few refits repeated."""
+    import numpy as np
+
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.options import MIN_GROUPS
+
+    k = len(np.unique(np.asarray(labels)))
+    if k < MIN_GROUPS:
+        raise UserError(f"--bootstrap-by {flag_value}: the runs fall in {k} groups; a cluster bootstrap needs at "
+                        f"least {MIN_GROUPS} to give an interval")
+
+
 def check_level_supported(n_boot: int, level: float) -> None:
-    """A percentile interval at ``level`` from ``n_boot`` resamples: each tail must hold at least one resample,
-    or the interval is just the extremes (20 resamples printed a "100% interval" for --level 0.999999)."""
+    """A percentile interval at ``level`` from ``n_boot`` resamples that is more than the extreme replicates
+    (20 resamples printed a "100% interval" for --level 0.999999)."""
     import math
 
     from scalinglab.errors import UserError
 
-    need = math.ceil(2 / (1 - level) - 1e-9)
-    if n_boot < need:
+    # Refused when a tail would hold under a tenth of a resample: the interval is then the replicates' extremes
+    # to within a tenth of a gap, whatever the level says. Coarser intervals (5 resamples at 95%) are allowed and
+    # print their resample count beside them.
+    tail = n_boot * (1 - level) / 2
+    if tail < 0.1:
+        need = math.ceil(0.2 / (1 - level) - 1e-9)
         raise UserError(f"--level {level:g} with --bootstrap {n_boot}: each tail of the interval would hold "
-                        f"{n_boot * (1 - level) / 2:.2g} resamples; that level needs at least {need:,} resamples")
+                        f"{tail:.2g} resamples, so the interval is just the extreme replicates; that level needs at "
+                        f"least {need:,} resamples")
 
 
 def no_rows(where) -> str:

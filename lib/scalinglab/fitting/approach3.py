@@ -35,7 +35,6 @@ import numpy as np
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
-    MIN_GROUPS,
     FitOptions,
     Parametrisation,
     check_resample_count,
@@ -348,8 +347,8 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
             raise UserError(f"{groups.size} group labels for {n} runs")
         _, inverse = np.unique(groups, return_inverse=True)
         n_units = int(inverse.max()) + 1
-        if n_units < MIN_GROUPS:   # k groups give C(2k-1, k) distinct resamples: 10 for 3, no distribution
-            raise UserError(f"a bootstrap over {unit} needs at least {MIN_GROUPS} of them to give an interval; the "
+        if n_units < 2:
+            raise UserError(f"a bootstrap over {unit} needs at least 2 of them to give an interval; the "
                             f"{n} runs fall in {n_units}")
     check_resample_count(n_boot)
     # Resamples are drawn chunk by chunk from one generator: the same counts as ``resample_counts`` /
