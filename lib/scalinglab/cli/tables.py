@@ -146,27 +146,29 @@ def read_csv(path: str):
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     # pandas renames a repeated name ("N", "N.1") and the first would be used unseen: refuse, as `fit` does.
-    dup = _repeated_name(path)
+    dup, ragged = _header_problems(path)
     if dup is not None:
         raise UserError(f"{path}: the header names column {dup!r} twice")
-    ragged = _ragged_line(path)
     if ragged is not None:   # pandas fills a short row with NaN, which would be reported as a missing value
         line, n, m = ragged
         raise UserError(f"{path}: line {line} has {n} fields, the header has {m}")
     return with_file_lines(df)
 
 
-def _ragged_line(path: str) -> tuple[int, int, int] | None:
-    """(line, fields, header fields) of the first non-blank row whose field count differs from the header's."""
+def _header_problems(path: str) -> tuple[str | None, tuple[int, int, int] | None]:
+    """In one pass over the file: the first column name the header repeats (names stripped, as `fit` reads
+    them), and (line, fields, header fields) of the first non-blank row whose field count differs from the
+    header's; None for each that is not there."""
     import csv
 
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
         reader = csv.reader(fh)
-        header = next(reader, [])
+        header = [h.strip() for h in next(reader, [])]
+        dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
         for row in reader:
             if any(cell.strip() for cell in row) and len(row) != len(header):
-                return reader.line_num, len(row), len(header)
-    return None
+                return dup, (reader.line_num, len(row), len(header))
+    return dup, None
 
 
 def with_file_lines(df):
@@ -176,15 +178,6 @@ def with_file_lines(df):
     df.index = df.index + 2
     df.index.name = "line"
     return df[~df.isna().all(axis=1)] if len(df.columns) else df
-
-
-def _repeated_name(path: str) -> str | None:
-    """The first column name the CSV's header repeats (names stripped, as `fit` reads them), or None."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        header = [h.strip() for h in next(csv.reader(fh), [])]
-    return next((h for i, h in enumerate(header) if h in header[:i]), None)
 
 
 def need_column(df, col: str, label: str, what: str) -> None:

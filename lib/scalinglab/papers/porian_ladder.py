@@ -25,6 +25,7 @@ import pandas as pd
 
 from scalinglab.accounting.decoder import step_at
 from scalinglab.errors import UserError
+from scalinglab.files import sweep_database
 from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
 
 # step, database (preset), Porian et al.'s step (papers.porian.STEPS), what changes
@@ -43,8 +44,7 @@ N_BOOT = 1000
 def _read(db: Path, standard: bool) -> tuple[pd.DataFrame, int]:
     """Seed-mean isoFLOP points (shape, n, flops, loss, seeds) of a finished-run database, and its vocabulary.
     ``standard``: step 1's reading of a ladder0 database (standard N, its standard budgets)."""
-    if not db.is_file():
-        raise UserError(f"{db}: no such sweep database")
+    sweep_database(db)
     try:
         with sqlite3.connect(db) as con:
             vocab = json.loads(con.execute("SELECT value FROM sweep WHERE key = 'vocab_size'").fetchone()[0])
