@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3   # 2 ms: the one-line error for a damaged database needs its exception class
 import sys
 
 from scalinglab import __version__
@@ -116,11 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"scalinglab {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        import sqlite3
-
-        if not isinstance(exc, sqlite3.Error):
-            raise
+    except sqlite3.Error as exc:
         db = getattr(args, "db", None) or getattr(args, "dir", None) or "the database"
         print(f"scalinglab {args.command}: error: {db}: {exc} (a damaged, locked, read-only or edited sweep "
               "database)", file=sys.stderr)
