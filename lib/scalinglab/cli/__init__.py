@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sqlite3   # 2 ms: the one-line error for a damaged database needs its exception class
+import sqlite3  # 2 ms: the one-line error for a damaged database needs its exception class
 import sys
 
 from scalinglab import __version__
