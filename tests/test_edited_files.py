@@ -9,28 +9,26 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import test_saved_fit
 from conftest import refused
-from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.files import atomic_write, check_count, regular_file
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import saved
-from test_saved_fit import _rewrite, simulate
+from test_saved_fit import _rewrite
+
+# The runs and the saved fit (60 bootstrap replicates) of test_saved_fit, shared rather than fitted again.
+runs_csv, fitted = test_saved_fit.runs_csv, test_saved_fit.fitted
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    N, D, L = simulate(40, 1)
-    path = tmp_path_factory.mktemp("runs") / "runs.csv"
-    path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{x:.17g}\n" for n, d, x in zip(N, D, L)))
-    return path
+def runs(request):
+    return request.getfixturevalue("runs_csv")
 
 
 @pytest.fixture(scope="module")
-def good(runs, tmp_path_factory):
-    out = tmp_path_factory.mktemp("fit") / "fit.slfit"
-    assert main(["fit", str(runs), "--bootstrap", "40", "--save", str(out)]) == 0
-    return out
+def good(request):
+    return request.getfixturevalue("fitted")[1]
 
 
 # Each edit below was printed with exit 0 before these checks: alpha = beta = 0 gave a loss of 8.7e6 beside an
@@ -76,11 +74,12 @@ def test_a_second_member_is_refused(good, tmp_path, capsys):
 
 def test_a_fit_whose_every_resample_failed_saves_a_file_that_loads(good, tmp_path):
     s = saved.load(good)
-    bs = replace(s.result.bootstrap, samples=np.empty((0, 5)), converged=np.zeros(40, bool), n_failed=40)
+    n = s.result.bootstrap.n_boot
+    bs = replace(s.result.bootstrap, samples=np.empty((0, 5)), converged=np.zeros(n, bool), n_failed=n)
     path = tmp_path / "none.slfit"
     saved.save(path, replace(s, result=replace(s.result, bootstrap=bs)))
     again = saved.load(path)
-    assert again.result.bootstrap.samples.shape == (0, 5) and again.result.bootstrap.n_failed == 40
+    assert again.result.bootstrap.samples.shape == (0, 5) and again.result.bootstrap.n_failed == n
 
 
 def test_save_writes_nothing_that_would_not_load(good, tmp_path):
