@@ -16,6 +16,7 @@ import sys
 
 from scalinglab import __version__
 from scalinglab.errors import UserError
+from scalinglab.files import MAX_COUNT
 
 # One module per subcommand, in the order `--help` lists them.
 COMMAND_MODULES = (
@@ -38,14 +39,14 @@ COMMAND_MODULES = (
 # the cap asks for more memory or time than any analysis here needs (`design --sims 10**9` asked for 37 GiB),
 # so it is refused up front with the reason.
 COUNTS = {
-    "bootstrap": (0, 100_000, "resamples", "each refits the law"),
-    "drop_highest": (0, 100_000, "rows", "dropped before the fit"),
+    "bootstrap": (0, MAX_COUNT, "resamples", "each refits the law"),
+    "drop_highest": (0, MAX_COUNT, "rows", "dropped before the fit"),
     "k": (1, 1_000, "runs", "each is chosen by simulating every candidate"),
     "sims": (1, 10_000, "worlds", "each refits the law --resamples times per candidate"),
     "resamples": (1, 10_000, "resamples", "each refits the law in every simulated world"),
     "limit": (1, 10_000_000, "examples", "each is scored"),
     "batch_size": (1, 4_096, "examples", "held in memory per forward pass"),
-    "max_runs": (1, 100_000, "runs", "each is trained"),
+    "max_runs": (1, MAX_COUNT, "runs", "each is trained"),
     "workers": (1, 256, "processes", "at once"),
     "seeds": (1, 100, "seeds", "each trains every run of the sweep again"),
 }

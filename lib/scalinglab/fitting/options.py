@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.files import MAX_COUNT
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.law import PARAMS
 
@@ -33,7 +34,7 @@ BLOCK = 1 << 20
 # The most resamples a bootstrap takes. Intervals stop moving long before (the Monte Carlo error of a
 # 95% percentile at 100,000 draws is under 0.1% of the interval), and beyond it the replicates alone
 # outgrow memory (100,000,000 resamples x 5 parameters is 4 GB) and the time runs to days.
-MAX_RESAMPLES = 100_000
+MAX_RESAMPLES = MAX_COUNT   # the cap every count flag shares (scalinglab.files)
 
 
 MIN_GROUPS = 5   # fewest groups a cluster bootstrap resamples (5 give 126 distinct resamples)
