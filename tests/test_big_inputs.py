@@ -9,6 +9,7 @@ bench/bench_big_inputs.py."""
 import subprocess
 import sys
 import tracemalloc
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -96,7 +97,7 @@ def test_bootstrap_in_small_chunks_draws_the_same_resamples():
     res = F.fit_arrays(N, D, L)
     whole = F.bootstrap(res, N, D, L, n_boot=20, seed=5)
     # chunk 7 and a block that forces 2-row slices: the same counts, drawn 7 resamples at a time
-    small = F.bootstrap(F.FitResult(**{**res.__dict__, "options": FitOptions(block=16)}), N, D, L, n_boot=20,
+    small = F.bootstrap(replace(res, options=FitOptions(block=16)), N, D, L, n_boot=20,
                         seed=5, chunk=7)
     assert np.array_equal(whole.converged, small.converged)
     # Blocks reorder the sums' rounding, and a replicate's solve stops within its tolerance along the flat

@@ -87,7 +87,7 @@ def test_save_writes_nothing_that_would_not_load(good, tmp_path):
     path = tmp_path / "bad.slfit"
     path.write_text("the old file")
     with pytest.raises(UserError, match="not written, as the fit would not load back"):
-        saved.save(path, replace(s, result=replace(s.result, alpha=s.result.alpha * 1.5)))
+        saved.save(path, replace(s, result=replace(s.result, params={**s.result.params, "alpha": s.result.alpha * 1.5})))
     assert path.read_text() == "the old file"
     assert [p.name for p in tmp_path.iterdir()] == ["bad.slfit"]   # no partial file left beside it
 
@@ -149,5 +149,5 @@ def test_an_honest_file_loads_and_matches_a_refit(good):
     s = saved.load(good)
     N, D, L = s.N, s.D, s.L
     res = F.fit_arrays(N, D, L)
-    assert res.params() == pytest.approx(s.result.params(), rel=1e-9)
+    assert res.params == pytest.approx(s.result.params, rel=1e-9)
     assert json.loads(json.dumps(s.result.to_dict()))["status"] == s.result.status

@@ -34,7 +34,7 @@ def runs_and_fit():
 def test_consistency_accepts_the_truth_and_rejects_a_shifted_law(runs_and_fit):
     N, D, L, fit = runs_and_fit
     shifted = ScalingLaw(E=TRUE.E + 0.05, A=TRUE.A, B=TRUE.B, alpha=TRUE.alpha, beta=TRUE.beta)
-    t = epoch.consistency({"fit": fit.law, "true": TRUE, "shifted": shifted}, fit, N, D, L)
+    t = epoch.consistency({"fit": fit.scaling_law, "true": TRUE, "shifted": shifted}, fit, N, D, L)
     # The fit against itself: χ² exactly 0, p 1, and the lowest objective of all (it is the minimiser).
     assert t.loc["fit", "chi2"] == pytest.approx(0.0, abs=1e-12)
     assert t.loc["fit", "p"] == pytest.approx(1.0)

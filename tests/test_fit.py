@@ -171,7 +171,7 @@ def test_bootstrap_wald_test_accepts_truth_and_rejects_a_wrong_law():
     wrong = F.ScalingLaw(TRUE.E, TRUE.A, TRUE.B, TRUE.alpha, TRUE.beta - 0.1)
     assert bs.wald_test(res, wrong)[1] < 1e-6
     d = res.to_dict()
-    assert d["bootstrap"]["ci"]["beta"][0] < d["beta"] < d["bootstrap"]["ci"]["beta"][1]
+    assert d["bootstrap"]["ci"]["beta"][0] < d["params"]["beta"] < d["bootstrap"]["ci"]["beta"][1]
 
 
 def test_epoch_240_rows_land_on_epochs_optimum(mirror):
@@ -405,7 +405,7 @@ def test_constrained_fit_serves_compute_optimal_holdout_and_wald():
     # with alpha off by 0.05 (≈ 10 SEs here) is not.
     assert bs.wald_test(res, TIED)[1] > 1e-3
     assert bs.wald_test(res, F.ScalingLaw(1.8, TIED.A, TIED.B, 0.41, 0.41))[1] < 1e-6
-    (row,) = F.compute_optimal(res, 1e22)
+    (row,) = res.allocate(1e22)
     assert row["ci"]["n_opt"][0] < row["n_opt"] < row["ci"]["n_opt"][1]
     assert row["n_opt"] == pytest.approx(TIED.n_opt(1e22), rel=0.1)  # 0.3% noise, 32 runs
     table = {"N": N, "D": D, "loss": L}

@@ -8,7 +8,7 @@ import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import laws as Lw
-from scalinglab.fitting.laws.base import transform
+from scalinglab.fitting.form import transform
 from scalinglab.fitting.laws.compare import compare
 
 # Designs: 5 sizes x 4 token multipliers for L(N, D); 3 unique-token budgets x 3 sizes x 4 epoch counts for the

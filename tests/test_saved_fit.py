@@ -66,7 +66,7 @@ def test_saved_fit_reloads_bit_for_bit(fitted, runs_csv):
     s = saved.load(path)
     N, D, L, _ = F.runs_from_table({k: v for k, v in zip(*_columns(runs_csv))})
     res = F.fit_arrays(N, D, L, n_boot=60)  # the same fit again (deterministic): the file must match it
-    assert s.result.params() == res.params() and s.result.objective == res.objective
+    assert s.result.params == res.params and s.result.objective == res.objective
     assert np.array_equal(s.result.bootstrap.samples, res.bootstrap.samples)
     assert s.data_hash == saved.data_hash(N, D, L) and s.result.options == res.options
 

@@ -263,7 +263,7 @@ def test_fit_cli_solver_varpro(tmp_path, capsys):
         outs[solver] = json.loads(capsys.readouterr().out)
     assert outs["varpro"]["solver"] == "varpro" and outs["varpro"]["n_starts"] == 1 and "solver" not in outs["grid"]
     for p in PARAMS:  # the same optimum of the same objective, from one start instead of 4,500
-        assert outs["varpro"][p] == pytest.approx(outs["grid"][p], rel=1e-6), p
+        assert outs["varpro"]["params"][p] == pytest.approx(outs["grid"]["params"][p], rel=1e-6), p
     assert main(["fit", str(path), "--solver", "varpro", "--fix", "E=1.7"]) == 2
     err = capsys.readouterr().err
     assert "--solver grid" in err and err.count("\n") == 1

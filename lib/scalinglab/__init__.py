@@ -1,8 +1,71 @@
 """scalinglab: a reproducible scaling-law workbook.
 
-The package is deliberately light at import: fitting, data and the CLI's start
-never import torch. Modules that need torch (model, train, sweep workers,
-model adapters) import it themselves.
+The front door for the library::
+
+    import scalinglab as sl
+    runs = sl.load_runs("runs.csv")            # or sl.load_runs(dataset="epoch-chinchilla")
+    fit = sl.fit(runs, law="chinchilla", bootstrap=200)
+    print(fit.summary())                        # fit.params, fit.bse, fit.conf_int(), fit.allocate(1e22)
+
+``sl.laws`` is the registry of functional forms (``sl.laws.names()``, ``sl.laws.get(name)``), ``sl.data`` the
+dataset registry. The package is deliberately light at import: these names load their modules when first used,
+and fitting, data and the CLI's start never import torch. Modules that need torch (model, train, sweep
+workers, model adapters) import it themselves.
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+__all__ = ["Runs", "LawFit", "__version__", "data", "fit", "laws", "load_runs"]
+
+_LAZY = {"laws": "scalinglab.fitting.laws", "data": "scalinglab.data"}
+
+
+def load_runs(path: str | None = None, *, dataset: str | None = None):
+    """Runs from a CSV file or a registered dataset: ``scalinglab.runs.Runs`` (table, roles, label)."""
+    from scalinglab.runs import load_runs as _load
+
+    return _load(path, dataset=dataset)
+
+
+def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, bootstrap: int = 0, seed: int = 0,
+        level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, **columns):
+    """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
+    return its ``LawFit``. ``where``: row conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g.
+    ``{"E": 1.69}``; ``bootstrap``: resamples (of rows, or of whole groups named by the column
+    ``bootstrap_by``); column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``,
+    ``u=...``, ``x=...``, ``y=...``) override the dataset's roles and the defaults N, D, loss."""
+    from scalinglab.fitting import laws as registry
+    from scalinglab.fitting.huber import HUBER_DELTA
+    from scalinglab.runs import Runs
+
+    if isinstance(runs, str):
+        runs = load_runs(runs)
+    elif not isinstance(runs, Runs):
+        runs = Runs(runs, "table")
+    form = registry.get(law)
+    given = {k: v for k, v in columns.items() if v is not None}
+    roles = {**runs.roles, **given}
+    # D per run, or training compute C (D = C/(6N)): what was asked for, else the dataset's D, else its C.
+    use_c = "c" in given or ("d" not in roles and "c" in roles)
+    cols = registry.Columns(n=roles.get("n", "N"), d=None if use_c else roles.get("d", "D"),
+                            loss=roles.get("loss", "loss"), c=roles["c"] if use_c else None,
+                            u=roles.get("u"), x=roles.get("x"), y=roles.get("y"))
+    return registry.fit_table(form, runs.table, cols, where, fixed=fixed, n_boot=bootstrap, seed=seed, level=level,
+                              groups=bootstrap_by, delta=HUBER_DELTA if delta is None else delta)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name])
+    if name == "Runs":
+        from scalinglab.runs import Runs
+
+        return Runs
+    if name == "LawFit":
+        from scalinglab.fitting.results import LawFit
+
+        return LawFit
+    raise AttributeError(f"module 'scalinglab' has no attribute {name!r}")

@@ -16,12 +16,12 @@ def read_runs(path: str, args, groups: str | None = None):
     """(N, D, L, group labels or None) from a CSV, errors naming the file."""
     import numpy as np
 
-    from scalinglab.cli.fit import _read_csv
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
+    from scalinglab.runs import read_table
 
-    table = _read_csv(path)
+    table = read_table(path)
     try:
         N, D, L, _ = F.runs_from_table(table, args.n_col, None if args.c_col else (args.d_col or "D"),
                                        args.loss_col, c_col=args.c_col)
@@ -65,14 +65,15 @@ def _run(args) -> int:
 
     from scalinglab.cli.tables import check_level, check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.compare import compare
     from scalinglab.serialization import dumps
 
     check_resampling(args)
     check_level(args.level)
     if args.compute:
-        F.check_budgets(args.compute)
+        from scalinglab.fitting.allocation import check_budgets
+
+        check_budgets(args.compute)
     a, b = (read_runs(path, args, args.bootstrap_by) for path in (args.a, args.b))
     if all(np.array_equal(np.asarray(x, float), np.asarray(y, float)) for x, y in zip(a[:3], b[:3])):
         # The same runs twice: every difference is exactly 0 and "P(a better than b) = 0.000" would read as a verdict.

@@ -33,12 +33,12 @@ def register(sub) -> None:
 
 def _proposal(path: str, args):
 
-    from scalinglab.cli.fit import _read_csv
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
+    from scalinglab.runs import read_table
 
-    table = _read_csv(path)
+    table = read_table(path)
     col = args.c_col or args.d_col or "D"
     try:
         for c in (args.n_col, col):
@@ -64,7 +64,9 @@ def _run(args) -> int:
 
     check_resampling(args)
     check_level(args.level)
-    F.check_budgets([args.target, args.budget_left])
+    from scalinglab.fitting.allocation import check_budgets
+
+    check_budgets([args.target, args.budget_left])
     for flag, v, lo in (("--k", args.k, 1), ("--sims", args.sims, 1), ("--resamples", args.resamples, 10),
                         ("--bootstrap", args.bootstrap, 2)):
         if v < lo:

@@ -14,10 +14,10 @@ from scalinglab.cli.tables import (
     check_resampling,
     need_column,
     parse_group_by,
-    read_csv,
     select_rows,
     split_groups,
 )
+from scalinglab.runs import read_frame
 
 # CLI role -> (its default column in a CSV, the registry role that names it for a --dataset).
 # The registry's vocabulary is the one `scalinglab fit` reads (n, d, c, loss); only "run" is
@@ -85,7 +85,7 @@ def register(sub) -> None:
 def _source(args):
     """(table, column per role, label): flags first, then the dataset's roles, then the defaults."""
     if args.csv:
-        df, roles, label = read_csv(args.csv), {}, args.csv
+        df, roles, label = read_frame(args.csv), {}, args.csv
     else:
         from scalinglab import data
 

@@ -6,7 +6,6 @@ The start stays fast: numpy and the fit itself, no pandas or scipy for a CSV
 
 from __future__ import annotations
 
-DEFAULT_COLS = {"n": "N", "d": "D", "loss": "loss"}
 # The exit status when --compute was asked for and the fit cannot support an allocation (none is printed).
 UNUSABLE = 3
 
@@ -111,67 +110,12 @@ def _options(args):
         raise UserError(f"{flags}: {exc}") from None
 
 
-class Table(dict):
-    """A CSV's columns (name -> cells), with ``lines``: each row's line in the file (header = line 1), which
-    messages name rows by."""
-
-    lines: list[int]
-
-
-def _read_csv(path: str) -> Table:
-    import csv
-
-    from scalinglab.errors import UserError
-    from scalinglab.files import regular_file
-
-    rows, lines = [], []
-    regular_file(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            for row in reader:
-                rows.append(row)
-                lines.append(reader.line_num)  # the record's last line (its only one unless a quoted field spans lines)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not rows or not any(rows[0]):
-        raise UserError(f"{path} is empty: expected a header row and one row per run")
-    # Names are stripped like the cells ("N, D, loss" names D, not " D"). The loops over rows below are
-    # written to run in C (join, map, zip): a million-row file is read in seconds.
-    keep = [i for i, r in enumerate(rows) if i and "".join(r).strip()]
-    header, body = [h.strip() for h in rows[0]], [rows[i] for i in keep]
-    dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
-    if dup is not None:  # the dict below would silently keep only the last such column
-        raise UserError(f"{path}: the header names column {dup!r} twice")
-    if set(map(len, body)) - {len(header)}:
-        ragged = next(i for i, r in enumerate(body) if len(r) != len(header))
-        raise UserError(f"{path}: line {lines[keep[ragged]]} has {len(body[ragged])} fields, the header has "
-                        f"{len(header)}")
-    # Empty cells are missing values, which the fit reports by column and line.
-    columns = zip(*body) if body else ([] for _ in header)
-    table = Table({name: _cells(col) for name, col in zip(header, columns)})
-    table.lines = [lines[i] for i in keep]
-    return table
-
-
-def _cells(column) -> list[str]:
-    """A column's cells stripped, an empty one read as "nan" (a missing value)."""
-    cells = list(map(str.strip, column))
-    return [c or "nan" for c in cells] if "" in cells else cells
-
-
 def _source(args):
-    """(table, column roles, label): the CSV read by the csv module, or a registered dataset."""
-    if args.csv:
-        return _read_csv(args.csv), DEFAULT_COLS, args.csv
-    from scalinglab import data
+    """(table, column roles, label) of the runs: a CSV or a registered dataset (``scalinglab.runs``)."""
+    from scalinglab.runs import load_runs
 
-    ds = data.get(args.dataset)
-    if ds.format == "csv" and not ds.loader:
-        table = _read_csv(str(data.locate(args.dataset)))
-    else:
-        table = data.load(args.dataset)
-    return table, ds.roles, args.dataset
+    runs = load_runs(args.csv, dataset=args.dataset)
+    return runs.table, runs.roles, runs.label
 
 
 def _run(args) -> int:
@@ -183,13 +127,14 @@ def _run(args) -> int:
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
     from scalinglab.fitting import approach3 as F
+    from scalinglab.runs import read_table
     from scalinglab.serialization import dumps
 
     check_outputs({"--save": args.save, "--plot": args.plot}, [args.csv, args.predict])
     if args.law != "chinchilla" or args.u_col or args.x_col or args.y_col:
         from scalinglab.cli.laws import run_fit
 
-        return run_fit(args, _source, _read_csv)
+        return run_fit(args, _source, read_table)
     opts = _options(args)  # before reading anything: a bad flag is the user's first problem
     table, roles, label = _source(args)
     n_col = args.n_col or roles.get("n", "N")
@@ -205,7 +150,9 @@ def _run(args) -> int:
     if args.bootstrap_by and not args.bootstrap:
         raise UserError(f"--bootstrap-by {args.bootstrap_by} needs --bootstrap K (how many resamples)")
     if args.compute:
-        F.check_budgets(args.compute)  # before the fit: a bootstrap can take a while
+        from scalinglab.fitting.allocation import check_budgets
+
+        check_budgets(args.compute)  # before the fit: a bootstrap can take a while
     if args.plot:
         from scalinglab.fitting.plot import check_plot_path
 
@@ -253,7 +200,7 @@ def _run(args) -> int:
 
         check_label = args.predict
         sigma = residual_sd(res, N, D, L)
-        check = predict_from(args.predict, args.where, _read_csv, lambda other, rows: H.predict(
+        check = predict_from(args.predict, args.where, read_table, lambda other, rows: H.predict(
             res, *H.runs_at(other, rows, **cols)[:3], rows=rows, sigma=sigma))
     if c_col and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
         raise UserError(f"{label}: --c-col {c_col}: D = C/(6N) is below one token in {int((D < 1).sum())} of "

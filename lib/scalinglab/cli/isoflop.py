@@ -13,10 +13,10 @@ from scalinglab.cli.tables import (
     check_resampling,
     need_column,
     parse_group_by,
-    read_csv,
     select_rows,
     split_groups,
 )
+from scalinglab.runs import read_frame
 
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
 FLAGS = {"n": "n_col", "c": "budget_col", "loss": "loss_col"}  # role -> the argparse dest naming its column
@@ -70,7 +70,7 @@ def register(sub) -> None:
 def _source(args):
     """(table, column roles, label)."""
     if args.csv:
-        return read_csv(args.csv), DEFAULT_COLS, args.csv
+        return read_frame(args.csv), DEFAULT_COLS, args.csv
     from scalinglab import data
 
     ds = data.get(args.dataset)

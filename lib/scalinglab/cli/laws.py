@@ -90,9 +90,9 @@ def refuse_fit_flags(args, law) -> None:
         raise UserError(f"--drop-highest drops the highest losses; law {law.name} predicts a downstream metric")
 
 
-def run_fit(args, source, read_csv) -> int:
+def run_fit(args, source, read_table) -> int:
     """`scalinglab fit --law NAME` for a registry law; ``source(args)`` gives (table, roles, label),
-    ``read_csv(path)`` the table of --predict (cli.fit's, passed in: this module must not import it back)."""
+    ``read_table(path)`` the table of --predict."""
     import sys
 
     import numpy as np
@@ -140,7 +140,7 @@ def run_fit(args, source, read_csv) -> int:
     except UserError as exc:
         raise UserError(f"{label}: {named_row(exc, table)}") from None
     if args.predict:
-        predictions = predict_from(args.predict, args.where, read_csv,
+        predictions = predict_from(args.predict, args.where, read_table,
                                    lambda other, rows: predict_rows(res, other, rows, cols))
         what = f"predicted from {args.predict}"
     if args.plot:

@@ -46,11 +46,11 @@ def _load(path: str):
 
 def _allocate(args) -> int:
     from scalinglab.cli.fit import UNUSABLE, allocations_or_problem
-    from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import forecast
+    from scalinglab.fitting.allocation import check_budgets
     from scalinglab.serialization import dumps
 
-    F.check_budgets(args.compute)
+    check_budgets(args.compute)
     s = _load(args.fit)
     rows, unusable = allocations_or_problem(s.result, args.compute, s.N, s.D, s.L)
     if args.json:
@@ -71,20 +71,20 @@ def _allocate(args) -> int:
 def _predict(args) -> int:
     import numpy as np
 
-    from scalinglab.cli.fit import _read_csv
     from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import forecast
     from scalinglab.fitting.domain import legend, short
+    from scalinglab.runs import read_table
     from scalinglab.serialization import dumps
 
     if args.level is not None:
         check_level(args.level)
     check_outputs({"--out": args.out}, [args.fit, args.csv])
     s = _load(args.fit)
-    table = _read_csv(args.csv)
+    table = read_table(args.csv)
     if not len(next(iter(table.values()), [])):
         raise UserError(f"{args.csv}: the table has no rows (a header only)")
     saved_cols = s.columns

@@ -130,56 +130,6 @@ def parse_group_by(text: str | None) -> list[str]:
     return group_by
 
 
-def read_csv(path: str):
-    import pandas as pd
-
-    from scalinglab.errors import UserError
-    from scalinglab.files import regular_file
-
-    regular_file(path)
-    try:
-        df = pd.read_csv(path, skip_blank_lines=False)
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except pd.errors.EmptyDataError:
-        raise UserError(f"{path} is empty: expected a header row and one row per run") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-    # pandas renames a repeated name ("N", "N.1") and the first would be used unseen: refuse, as `fit` does.
-    dup, ragged = _header_problems(path)
-    if dup is not None:
-        raise UserError(f"{path}: the header names column {dup!r} twice")
-    if ragged is not None:   # pandas fills a short row with NaN, which would be reported as a missing value
-        line, n, m = ragged
-        raise UserError(f"{path}: line {line} has {n} fields, the header has {m}")
-    return with_file_lines(df)
-
-
-def _header_problems(path: str) -> tuple[str | None, tuple[int, int, int] | None]:
-    """In one pass over the file: the first column name the header repeats (names stripped, as `fit` reads
-    them), and (line, fields, header fields) of the first non-blank row whose field count differs from the
-    header's; None for each that is not there."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        reader = csv.reader(fh)
-        header = [h.strip() for h in next(reader, [])]
-        dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
-        for row in reader:
-            if any(cell.strip() for cell in row) and len(row) != len(header):
-                return dup, (reader.line_num, len(row), len(header))
-    return dup, None
-
-
-def with_file_lines(df):
-    """``df`` (read with ``skip_blank_lines=False``) indexed by each row's line in the file (header = line 1;
-    the index is named "line", which ``scalinglab.errors.row_name`` reads), rows without a single value
-    (blank lines) dropped, as `fit`'s reader drops them. A quoted field spanning lines would shift the count."""
-    df.index = df.index + 2
-    df.index.name = "line"
-    return df[~df.isna().all(axis=1)] if len(df.columns) else df
-
-
 def need_column(df, col: str, label: str, what: str) -> None:
     from scalinglab.errors import UserError
 

@@ -60,8 +60,8 @@ def _source(args):
         from scalinglab import data
 
         return data.load(args.dataset), data.get(args.dataset).roles, args.dataset
-    from scalinglab.cli.tables import with_file_lines
     from scalinglab.files import regular_file
+    from scalinglab.runs import with_file_lines
 
     path = regular_file(args.csv)
 

@@ -28,11 +28,11 @@ squeezed shut; the grid is projected onto φ and deduplicated.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from scalinglab.errors import RowError, UserError
+from scalinglab.fitting.form import Law, Param
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
     FitOptions,
@@ -43,8 +43,43 @@ from scalinglab.fitting.options import (
     min_rows,
     parametrisation,
 )
-from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, FitResult
+from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
 from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
+
+# --- the law -----------------------------------------------------------------------------------------------
+
+
+def _predict(inputs, p):
+    return p["E"] + p["A"] / inputs["n"] ** p["alpha"] + p["B"] / inputs["d"] ** p["beta"]
+
+
+def _closed_form(p) -> ScalingLaw:
+    return ScalingLaw(p["E"], p["A"], p["B"], p["alpha"], p["beta"])
+
+
+def _fit_law(law, inputs, y, *, fixed, objective, delta, n_boot, seed, level, groups, unit, progress) -> LawFit:
+    """The registry's entry to this module's solver: least squares is the Huber objective with δ = ∞ (every
+    residual on the quadratic branch), half the sum of squares, as in the registry's other laws."""
+    opts = FitOptions(delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()))
+    return fit_arrays(inputs["n"], inputs["d"], y, opts, n_boot=n_boot, seed=seed, level=level, groups=groups,
+                      unit=unit, progress=progress)
+
+
+CHINCHILLA = Law(
+    name="chinchilla", title="Chinchilla's parametric loss",
+    formula="L = E + A/N^alpha + B/D^beta",
+    citation="Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, eq. 2 (arXiv:2203.15556)",
+    inputs=("n", "d"), target="loss",
+    params=(Param("E", "irreducible loss (the entropy of text)", 0.0, 1e3, (0.0, 1.0)),
+            Param("A", "scale of the finite-model term", 1e-9, 1e26, (1e2,), log=True),
+            Param("B", "scale of the finite-data term", 1e-9, 1e26, (1e2,), log=True),
+            Param("alpha", "exponent of N", 0.0, 5.0, (0.3,)),
+            Param("beta", "exponent of D", 0.0, 5.0, (0.3,))),
+    predict=_predict, fitter=_fit_law, closed_form=_closed_form,
+    derived={"a": lambda p: _closed_form(p).a, "b": lambda p: _closed_form(p).b},
+    log_scale=("E", "A", "B"), exponents=("alpha", "beta"),
+    note="a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)",
+)
 
 # --- data checks -----------------------------------------------------------
 
@@ -157,7 +192,7 @@ def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
 NATURAL_FLOOR = (-20.0, -20.0, -20.0, 0.0, 0.0)
 
 
-def natural_floor_shares(result: FitResult) -> dict[str, float]:
+def natural_floor_shares(result: LawFit) -> dict[str, float]:
     """Share of the counted bootstrap replicates with each parameter on its natural floor
     (``NATURAL_FLOOR``: E, A or B ≈ 0, an exponent at 0). Those replicates count as estimates
     ("these runs cannot tell the term from nothing"), so a large share says the interval reaches zero
@@ -185,7 +220,7 @@ def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
 
 def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
                n_boot: int = 0, seed: int = 0, level: float = 0.95, names=("N", "D", "loss"),
-               progress: bool = False, groups=None, unit: str = "groups") -> FitResult:
+               progress: bool = False, groups=None, unit: str = "groups") -> LawFit:
     """Fit L(N, D) to runs (N, D, L). ``starts`` defaults to Hoffmann's grid.
 
     Every start is scored at once; the ``n_refine`` best are optimised together
@@ -240,15 +275,25 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     ok = converged[best] and grad_norm <= opts.status_gtol
     unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
     status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "max_iter")
-    result = FitResult(*exact_fixed(to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
-                       unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,
-                       options=opts)
+    rss = float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
+    result = chinchilla_fit(exact_fixed(to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
+                            unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,
+                            options=opts, rss=rss)
     if n_boot:
         result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
                                                       progress=progress, groups=groups, unit=unit))
     return result
 
 
+
+
+def chinchilla_fit(params, *, options: FitOptions, bootstrap: Bootstrap | None = None, **fields) -> LawFit:
+    """A ``LawFit`` of the Chinchilla law from its five parameters (E, A, B, alpha, beta) and the solver's
+    ``options`` (the one place such a result is assembled: the fit, a saved fit, a reference solver)."""
+    squares = not np.isfinite(options.delta)
+    return LawFit(CHINCHILLA, dict(zip(PARAMS, (float(v) for v in params))), fields.pop("status", "converged"),
+                  fields.pop("objective", float("nan")), objective_kind="squares" if squares else "huber",
+                  delta=options.delta, fixed=dict(options.fixed), options=options, bootstrap=bootstrap, **fields)
 
 
 def screening_rows(logN, logD, m: int, seed: int = 0):
@@ -310,7 +355,7 @@ def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
     return drawn[:, inverse]
 
 
-def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
+def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
               chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups",
               counts: np.ndarray | None = None) -> Bootstrap:
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
@@ -376,9 +421,9 @@ def bootstrap(result: FitResult, N, D, L, *, n_boot: int = 4000, seed: int = 0, 
     fixed = dict(opts.fixed)
     # a = β/(α+β) is 0.5 exactly when β = α, and constant when both exponents are fixed.
     constant = tuple(fixed) + (("a", "b") if P.tied or {"alpha", "beta"} <= fixed.keys() else ())
-    return Bootstrap(samples=exact_fixed(to_params(theta[ok]), opts), converged=ok, n_boot=n_boot,
-                     n_failed=int((~ok).sum()), level=level, seed=seed, free=P.names, constant=constant,
-                     unit=unit, n_units=n_units)
+    return Bootstrap(exact_fixed(to_params(theta[ok]), opts), PARAMS, n_boot, int((~ok).sum()), level, seed,
+                     constant=constant, unit=unit, n_units=n_units, converged=ok, free=P.names,
+                     derived=CHINCHILLA.derived, scale=CHINCHILLA.scale_params)
 
 
 def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
@@ -402,72 +447,13 @@ def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: 
 
 def fit(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *, c_col: str | None = None,
         options: FitOptions | None = None, drop_highest: int = 0, n_boot: int = 0, seed: int = 0,
-        level: float = 0.95, progress: bool = False) -> FitResult:
+        level: float = 0.95, progress: bool = False) -> LawFit:
     """Fit a table of runs (DataFrame or dict of columns). Give D (``d_col``) or compute (``c_col``).
 
     ``drop_highest`` removes the K highest-loss rows first (Epoch drops 5 of 245).
     """
     N, D, L, names = runs_from_table(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=drop_highest)
     return fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
-
-
-ALLOCATION = ("n_opt", "d_opt", "tokens_per_param", "loss")
-
-
-def check_budgets(C) -> np.ndarray:
-    """Compute budgets as a 1-d array, or a UserError naming the first that is not a positive number."""
-    C = np.atleast_1d(np.asarray(C, float))
-    bad = ~np.isfinite(C) | (C <= 0)
-    if bad.any():
-        raise UserError(f"compute budgets must be positive numbers of FLOP, not {C[bad][0]:g}")
-    return C
-
-
-def compute_optimal(result: FitResult, C, level: float | None = None) -> list[dict[str, Any]]:
-    """What the fitted law says to train at each compute budget C (FLOP, C = 6ND): N_opt, D_opt, tokens
-    per parameter and the loss at that optimum, each with a percentile interval over the bootstrap
-    replicates when the fit has them (``level`` defaults to the bootstrap's).
-
-    The intervals carry the parameters' uncertainty only, and far beyond the fitted runs they also rest on
-    the law's form holding there (notebook 04 shows where it does not)."""
-    C = check_budgets(C)
-    bs = result.bootstrap
-    replicates = ScalingLaw(*bs.samples.T) if bs is not None and len(bs.samples) else None  # columns as arrays
-    level = bs.level if level is None and bs is not None else (level or 0.95)
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-
-    def allocation(law: ScalingLaw, c: float) -> dict[str, np.ndarray]:
-        n, d = law.n_opt(c), law.d_opt(c)
-        return dict(n_opt=n, d_opt=d, tokens_per_param=d / n, loss=law.loss(n, d))
-
-    out = []
-    for c in C:
-        row: dict[str, Any] = {"C": float(c), **{k: float(v) for k, v in allocation(result, c).items()}}
-        if replicates is not None:
-            reps = allocation(replicates, c)
-            row["ci"] = {k: tuple(float(x) for x in np.percentile(reps[k], q)) for k in ALLOCATION}
-            row["level"] = level
-        out.append(row)
-    return out
-
-
-def allocation_summary(rows: list[dict[str, Any]]) -> str:
-    """The table `scalinglab fit --compute` prints for ``compute_optimal``'s rows."""
-    names = {"n_opt": ("N_opt", ".4g"), "d_opt": ("D_opt", ".4g"), "tokens_per_param": ("tokens/param", ".1f"),
-             "loss": ("loss there", ".4f")}
-    lines: list[str] = []
-    for r in rows:
-        head = f"compute-optimal allocation at C = {r['C']:.3g} FLOP (C = 6ND)"
-        if "ci" in r:
-            head += f"; {round(r['level'] * 100):d}% intervals from the bootstrap (parameter uncertainty only)"
-        lines += ([""] if lines else []) + [head]
-        for key, (name, fmt) in names.items():
-            row = f"  {name:<14}{format(r[key], fmt):>12}"
-            if "ci" in r:
-                lo, hi = r["ci"][key]
-                row += f"   [{format(lo, fmt)}, {format(hi, fmt)}]"
-            lines.append(row)
-    return "\n".join(lines)
 
 
 def keep_below_highest(L, k: int) -> np.ndarray:

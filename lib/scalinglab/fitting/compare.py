@@ -29,10 +29,11 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.results import FitResult
+from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
 EXPONENTS = ("alpha", "beta", "a")
@@ -48,7 +49,7 @@ class Comparison:
     """Two fits and their paired differences (a − b); see the module for the pairing."""
 
     labels: tuple[str, str]
-    fits: tuple[FitResult, FitResult]
+    fits: tuple[LawFit, LawFit]
     pairing: str                      # "paired" or "independent"
     why: str                          # the reason, in words
     n_pairs: int                      # replicates where both fits converged
@@ -102,7 +103,7 @@ def compare(a, b, *, labels=("a", "b"), budgets=(), n_boot: int = 1000, seed: in
     checkpoints); with groups the resampling is independent. ``budgets``: compute budgets C (FLOP)."""
     if n_boot < 2:
         raise UserError(f"a comparison needs a bootstrap (--bootstrap K with K >= 2), not {n_boot}")
-    budgets = F.check_budgets(budgets) if len(budgets) else np.array([])
+    budgets = check_budgets(budgets) if len(budgets) else np.array([])
     (Na, Da, La), (Nb, Db, Lb) = [tuple(np.asarray(x, float) for x in t) for t in (a, b)]
     ka, kb = design_keys(Na, Da), design_keys(Nb, Db)
     shared = set(ka) & set(kb)

@@ -34,11 +34,12 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.forecast import residual_sd
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import parametrisation
-from scalinglab.fitting.results import FitResult
+from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.solver import batched_solve
 from scalinglab.serialization import to_jsonable
 
@@ -55,7 +56,7 @@ DESIGN_ITERS = 40
 class Simulator:
     """The fixed ingredients of every candidate's score (common random numbers)."""
 
-    result: FitResult
+    result: LawFit
     N: np.ndarray
     D: np.ndarray
     target: float
@@ -123,7 +124,7 @@ class Simulator:
         return self.width(newN, newD) / self._base
 
 
-def simulator(result: FitResult, N, D, L, target: float, *, max_runs: int, n_sims: int = 8, n_resamples: int = 48,
+def simulator(result: LawFit, N, D, L, target: float, *, max_runs: int, n_sims: int = 8, n_resamples: int = 48,
               level: float = 0.8, seed: int = 0) -> Simulator:
     bs = result.bootstrap
     if bs is None or len(bs.samples) < 2:
@@ -136,7 +137,7 @@ def simulator(result: FitResult, N, D, L, target: float, *, max_runs: int, n_sim
                      n_resamples=n_resamples, level=level, seed=seed)
 
 
-def candidates(result: FitResult, budget_left: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+def candidates(result: LawFit, budget_left: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(N, D) of the candidate runs (see the module): each uses at most budget_left / k."""
     Ns, Ds = [], []
     for share in SHARES:
@@ -215,14 +216,14 @@ def check_proposal(N, D, budget_left: float, source: str = "proposal") -> float:
     return used
 
 
-def design(result: FitResult, N, D, L, *, target: float, budget_left: float, k: int = 3, proposal=None,
+def design(result: LawFit, N, D, L, *, target: float, budget_left: float, k: int = 3, proposal=None,
            proposal_source: str = "proposal", n_sims: int = 8, n_resamples: int = 48, level: float = 0.8,
            seed: int = 0, progress: bool = False) -> DesignResult:
     """Propose ``k`` runs within ``budget_left`` (FLOP) that most shrink the N_opt(``target``) interval; score
     ``proposal`` ((N, D) arrays), if given, the same way."""
     from scalinglab.fitting.domain import short
 
-    target, budget_left = (float(x) for x in F.check_budgets([target, budget_left]))
+    target, budget_left = (float(x) for x in check_budgets([target, budget_left]))
     if k < 1:
         raise UserError(f"--k must be at least 1, not {k}")
     if proposal is not None:

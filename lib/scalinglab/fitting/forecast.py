@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.allocation import allocation_summary
 from scalinglab.fitting.domain import Domain, describe
-from scalinglab.fitting.results import FitResult
+from scalinglab.fitting.results import LawFit
 
 
-def residual_sd(result: FitResult, N, D, L) -> float:
+def residual_sd(result: LawFit, N, D, L) -> float:
     """σ of the log-loss residuals, sqrt(Σ r² / (n − free parameters)), r = log L − log L̂."""
     r = np.log(np.asarray(L, float)) - np.log(result.loss(N, D))
     dof = max(len(r) - result.n_free, 1)
@@ -35,7 +35,7 @@ def _q(level: float) -> list[float]:
     return [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
 
 
-def loss_intervals(result: FitResult, N, D, sigma: float | None, level: float | None = None,
+def loss_intervals(result: LawFit, N, D, sigma: float | None, level: float | None = None,
                    seed: int | None = None) -> dict[str, np.ndarray]:
     """Predicted loss at each (N, D), its mean interval (``mean_lo``, ``mean_hi``; NaN without a bootstrap),
     its new-run interval (``new_lo``, ``new_hi``) and each bootstrap replicate's prediction (``draws``,
@@ -65,10 +65,10 @@ def loss_intervals(result: FitResult, N, D, sigma: float | None, level: float | 
             "level": level, "draws": draws}
 
 
-def allocations(result: FitResult, C, N, D, L) -> list[dict[str, Any]]:
-    """``approach3.compute_optimal``'s rows for budgets C, each with the new-run interval of the loss there
+def allocations(result: LawFit, C, N, D, L) -> list[dict[str, Any]]:
+    """``LawFit.allocate``'s rows for budgets C, each with the new-run interval of the loss there
     (``loss_new_run``), σ, and its distance from the fitted runs (N, D, L) (``extrapolation``)."""
-    rows = F.compute_optimal(result, C)
+    rows = result.allocate(C)
     sigma = residual_sd(result, N, D, L)
     domain = Domain.from_runs(N, D)
     for row, dist in zip(rows, domain.rows([r["n_opt"] for r in rows], [r["d_opt"] for r in rows])):
@@ -80,9 +80,9 @@ def allocations(result: FitResult, C, N, D, L) -> list[dict[str, Any]]:
 
 
 def allocation_text(rows: list[dict[str, Any]]) -> str:
-    """``approach3.allocation_summary``, plus the new-run interval of the loss and each row's distance from the
+    """``allocation.allocation_summary``, plus the new-run interval of the loss and each row's distance from the
     fitted runs, with a warning when the allocation lies outside them."""
-    blocks = F.allocation_summary(rows).split("\n\n")
+    blocks = allocation_summary(rows).split("\n\n")
     out = []
     for block, row in zip(blocks, rows):
         lines = block.split("\n")
@@ -101,7 +101,7 @@ def allocation_text(rows: list[dict[str, Any]]) -> str:
     return "\n\n".join(out)
 
 
-def prediction_rows(result: FitResult, N, D, domain: Domain, sigma: float, level: float | None = None,
+def prediction_rows(result: LawFit, N, D, domain: Domain, sigma: float, level: float | None = None,
                     actual=None) -> list[dict[str, Any]]:
     """One dict per point: N, D, C, predicted, ``mean_interval``, ``new_run_interval``, ``extrapolation``
     (and ``actual``, ``rel_error`` when given)."""

@@ -42,6 +42,7 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
 )
 from scalinglab.fitting.domain import legend, short
 from scalinglab.fitting.forecast import loss_intervals, residual_sd
+from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
 # --- predictions ---------------------------------------------------------
@@ -215,7 +216,7 @@ class Predictions:
         return "\n".join(lines)
 
 
-def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None = None,
+def predict(result: LawFit, N, D, actual, *, rows=None, level: float | None = None,
             sigma: float | None = None) -> Predictions:
     """Predict runs (N, D) with ``result`` and compare with ``actual``; intervals from its bootstrap, if any,
     and with ``sigma`` (run noise in log loss, ``forecast.residual_sd`` of the fitted runs) new-run intervals."""
@@ -232,7 +233,7 @@ def predict(result: F.FitResult, N, D, actual, *, rows=None, level: float | None
 class HoldoutResult:
     """The fit on the training rows and its predictions for the held-out rows (row numbers are the table's)."""
 
-    fit: F.FitResult
+    fit: LawFit
     train_rows: np.ndarray
     heldout: Predictions
     conditions: tuple[str, ...] = ()

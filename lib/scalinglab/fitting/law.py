@@ -35,6 +35,7 @@ class ScalingLaw:
     def theta(self) -> np.ndarray:
         return np.array([np.log(self.E), np.log(self.A), np.log(self.B), self.alpha, self.beta])
 
+    @property
     def params(self) -> dict[str, float]:
         return {k: float(getattr(self, k)) for k in PARAMS}
 

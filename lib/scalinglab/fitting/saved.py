@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import PARAMS
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.results import Bootstrap, FitResult
+from scalinglab.fitting.results import Bootstrap, LawFit
 
 FORMAT = "scalinglab-fit"
 VERSION = 2
@@ -51,7 +52,7 @@ SUFFIX = ".slfit"
 class SavedFit:
     """A fit with the runs it was fitted on: enough to predict, allocate and measure extrapolation."""
 
-    result: FitResult
+    result: LawFit
     N: np.ndarray
     D: np.ndarray
     L: np.ndarray
@@ -95,7 +96,7 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
     from scalinglab import __version__
 
     return {"format": FORMAT, "version": VERSION, "written_by": f"scalinglab {__version__}",
-            "law": res.params(),
+            "law": res.params,
             "fit": {"objective": res.objective, "status": res.status, "at_bound": list(res.at_bound),
                     "unidentified": list(res.unidentified), "n_rows": res.n_rows, "n_starts": res.n_starts,
                     "grad_norm": res.grad_norm},
@@ -267,7 +268,7 @@ def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
             and not (lo[i] - tol[i] <= theta[i] <= hi[i] + tol[i])]
 
 
-def _check_consistent(result: FitResult, N, D, L) -> None:
+def _check_consistent(result: LawFit, N, D, L) -> None:
     """The file agrees with itself: parameters inside the box, the objective the runs and law give, the status
     the parameters imply. ValueError (worded as a corrupt file by ``load``) otherwise."""
     from scalinglab.fitting.approach3 import _bound_flags
@@ -351,15 +352,16 @@ def from_json(obj: Any) -> SavedFit:
         if not 0 < level < 1:
             raise ValueError("bootstrap level must lie between 0 and 1")
         n_units = b["n_units"]
-        bs = Bootstrap(samples=samples, converged=np.array(conv, bool), n_boot=b["n_boot"],
-                       n_failed=_int(b["n_failed"], "n_failed"), level=level, seed=_int(b["seed"], "seed"),
-                       free=_strs(b["free"], "free"), constant=_strs(b["constant"], "constant"), unit=str(b["unit"]),
-                       n_units=None if n_units is None else _int(n_units, "n_units"))
-    result = FitResult(**law, objective=_float(fit["objective"], "objective", finite=False), status=status,
-                       at_bound=_strs(fit["at_bound"], "at_bound"),
-                       unidentified=_strs(fit["unidentified"], "unidentified"),
-                       n_rows=_int(fit["n_rows"], "n_rows"), n_starts=_int(fit["n_starts"], "n_starts"),
-                       grad_norm=_float(fit["grad_norm"], "grad_norm", finite=False), options=options, bootstrap=bs)
+        bs = Bootstrap(samples, PARAMS, b["n_boot"], _int(b["n_failed"], "n_failed"), level, _int(b["seed"], "seed"),
+                       constant=_strs(b["constant"], "constant"), unit=str(b["unit"]),
+                       n_units=None if n_units is None else _int(n_units, "n_units"), converged=np.array(conv, bool),
+                       free=_strs(b["free"], "free"), derived=CHINCHILLA.derived, scale=CHINCHILLA.scale_params)
+    result = chinchilla_fit([law[k] for k in PARAMS], objective=_float(fit["objective"], "objective", finite=False),
+                            status=status, at_bound=_strs(fit["at_bound"], "at_bound"),
+                            unidentified=_strs(fit["unidentified"], "unidentified"),
+                            n_rows=_int(fit["n_rows"], "n_rows"), n_starts=_int(fit["n_starts"], "n_starts"),
+                            grad_norm=_float(fit["grad_norm"], "grad_norm", finite=False), options=options,
+                            bootstrap=bs)
     d = obj["data"]
     N, D, L = (_array(d[k], k, positive=True) for k in ("N", "D", "loss"))
     if not len(N) == len(D) == len(L) == result.n_rows or len(N) < 2:

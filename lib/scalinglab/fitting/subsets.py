@@ -41,6 +41,8 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.allocation import check_budgets
+from scalinglab.fitting.results import LawFit
 
 
 def pool_indices(n: int, pool=None) -> np.ndarray:
@@ -120,7 +122,7 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
     ``boot_sizes`` (default all) are bootstrapped too, ``n_boot`` row resamples each, the same resamples
     for every variant. A bootstrap costs several fits, hence the two limits."""
     N, D, L = (np.asarray(x, float).ravel() for x in (N, D, L))
-    F.check_budgets(budget)
+    check_budgets(budget)
     allowed = pool_indices(len(N), pool)
     boot_draws = n_draws if boot_draws is None else min(int(boot_draws), n_draws)
     if n_boot < 0 or boot_draws < 0:
@@ -144,7 +146,7 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
                 except UserError as exc:
                     records.append({**rec, "status": "refused", "reason": str(exc)})
                     continue
-                rec.update(status=res.status, **res.params(), a=res.a, n_opt=float(res.n_opt(budget)))
+                rec.update(status=res.status, **res.params, a=res.a, n_opt=float(res.n_opt(budget)))
                 if boot:
                     rec.update(_intervals(res, budget))
                 records.append(rec)
@@ -154,12 +156,12 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
                       boot_sizes=boot_sizes if n_boot else (), boot_level=boot_level)
 
 
-def _intervals(res: F.FitResult, budget: float) -> dict[str, Any]:
+def _intervals(res: LawFit, budget: float) -> dict[str, Any]:
     """The fit's bootstrap intervals of a and N_opt at ``budget``, as ``fit --bootstrap --compute`` prints them."""
     bs = res.bootstrap
     # A replicate with β at its natural floor, 0, puts N_opt at infinity (or nowhere): kept, as the CLI keeps it.
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_opt_ci = F.compute_optimal(res, budget)[0].get("ci", {}).get("n_opt", (np.nan, np.nan))
+        n_opt_ci = res.allocate(budget)[0].get("ci", {}).get("n_opt", (np.nan, np.nan))
     return {"a_ci": tuple(bs.ci["a"]), "n_opt_ci": tuple(float(x) for x in n_opt_ci), "boot_ok": len(bs.samples)}
 
 
@@ -255,7 +257,7 @@ def allocation(laws: Mapping[str, F.ScalingLaw], budget: float, n_ref: float) ->
     out = {}
     for name, law in laws.items():
         n = float(law.n_opt(budget))
-        base = law.to_dict() if hasattr(law, "to_dict") else {**law.params(), "a": float(law.a)}
+        base = law.to_dict() if hasattr(law, "to_dict") else {**law.params, "a": float(law.a)}
         out[name] = {**base, "n_opt": n, "n_opt_ratio": n / float(n_ref)}
     return out
 

@@ -105,7 +105,7 @@ class VarproFit:
     def to_dict(self) -> dict:
         from scalinglab.serialization import to_jsonable
 
-        return to_jsonable(dict(**self.law.params(), a=self.a, a_se=self.a_se, a_ci=list(self.a_ci), rss=self.rss,
+        return to_jsonable(dict(**self.law.params, a=self.a, a_se=self.a_se, a_ci=list(self.a_ci), rss=self.rss,
                                 n_rows=self.n_rows, n_evals=self.n_evals, level=self.level))
 
     def summary(self) -> str:

@@ -25,7 +25,7 @@ from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import isoflop
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.results import FitResult
+from scalinglab.fitting.results import LawFit
 
 # The Huber thresholds the sensitivity check sweeps (Hoffmann used 1e-3).
 HUBER_DELTAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -114,7 +114,7 @@ def variants(tables: Mapping[str, pd.DataFrame], *, deltas: Sequence[float] = HU
     return out
 
 
-def sensitivity(items: Sequence[Variant], C: float, reference: FitResult | None = None,
+def sensitivity(items: Sequence[Variant], C: float, reference: LawFit | None = None,
                 starts: np.ndarray | None = None) -> pd.DataFrame:
     """One row per variant: n_rows, status, E, alpha, beta, a, tokens_per_param at ``C`` and the largest
     |log residual| (below δ at every run means the Huber fit is least squares); with a ``reference`` fit
@@ -303,7 +303,7 @@ def _row(approach: str, source: str, data: str, a, a_ci, b, b_ci, tpp, tpp_ci, i
             "tpp_hi": tpp_ci[1], "interval": interval, "note": note}
 
 
-def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, approach3: FitResult, C: float,
+def approach_rows(*, approach1, approach1_data: str, optima: pd.DataFrame, approach3: LawFit, C: float,
                   hoffmann_a: Mapping, hoffmann_b: Mapping, hoffmann_law: ScalingLaw,
                   level: float = 0.8, approach1_note: str = "") -> pd.DataFrame:
     """a, b and tokens per parameter at ``C`` with intervals at ``level``, per approach: Hoffmann's Table 2

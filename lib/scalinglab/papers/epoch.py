@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.fitting.law import ScalingLaw
-from scalinglab.fitting.results import FitResult
+from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.solver import objective
 
 
 def law_row(law: ScalingLaw, C: float, suffix: str = "") -> dict[str, float]:
     """E, A, B, alpha, beta, a, and ``n_opt``/``tokens_per_param`` (each + ``suffix``) at compute ``C`` (C = 6ND)."""
-    return {**law.params(), "a": law.a, f"n_opt{suffix}": law.n_opt(C),
+    return {**law.params, "a": law.a, f"n_opt{suffix}": law.n_opt(C),
             f"tokens_per_param{suffix}": law.tokens_per_param(C)}
 
 
@@ -51,7 +51,7 @@ def detectable_shift(se: float, df: int = 5, level: float = 0.05, power: float =
     return float(np.sqrt(lam) * se)
 
 
-def consistency(laws: Mapping[str, ScalingLaw], fit: FitResult, N, D, L) -> pd.DataFrame:
+def consistency(laws: Mapping[str, ScalingLaw], fit: LawFit, N, D, L) -> pd.DataFrame:
     """One row per law: is it consistent with the runs (N, D, L) that ``fit`` was fitted to?
 
     Columns: ``chi2`` and ``p``, the Wald test of the law against ``fit`` with ``fit.bootstrap``'s covariance
@@ -65,7 +65,7 @@ def consistency(laws: Mapping[str, ScalingLaw], fit: FitResult, N, D, L) -> pd.D
     logs = np.log(N), np.log(D), np.log(L)
     rows = {}
     for name, law in laws.items():
-        chi2, p = fit.bootstrap.wald_test(fit.law, law)
+        chi2, p = fit.bootstrap.wald_test(fit.scaling_law, law)
         rows[name] = {"chi2": chi2, "p": p, "median_log_residual": float(np.median(np.log(law.loss(N, D) / L))),
                       "huber_objective": float(objective(law.theta, *logs, delta=fit.options.delta))}
     return pd.DataFrame(rows).T

@@ -107,6 +107,7 @@ class OvertrainingLaw:
         """The same law as a five-parameter ``fit.ScalingLaw`` (for n_opt, d_opt and comparisons)."""
         return F.ScalingLaw(self.E, self.A, self.B, self.alpha, self.alpha)
 
+    @property
     def params(self) -> dict[str, float]:
         return {k: float(getattr(self, k)) for k in PARAMS}
 
@@ -147,7 +148,7 @@ class OvertrainingFit(OvertrainingLaw):
     options: OvertrainingOptions = field(default_factory=OvertrainingOptions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.params(), "paper": self.paper_params(), "a": float(self.a), "status": self.status,
+        return {**self.params, "paper": self.paper_params(), "a": float(self.a), "status": self.status,
                 "unphysical": list(self.unphysical), "n_rows": self.n_rows, "sse": float(self.sse),
                 "n_starts": self.n_starts, "n_failed_starts": self.n_failed_starts}
 

@@ -9,11 +9,13 @@ several on held-out runs. ``scalinglab fit --law NAME`` and
 from __future__ import annotations
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.laws.base import Law, LawBootstrap, LawFit, Param, fit_law
+from scalinglab.fitting.form import Law, Param
+from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.laws.forms import LAWS
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at
+from scalinglab.fitting.results import Bootstrap, LawFit
 
-__all__ = ["LAWS", "Columns", "Law", "LawBootstrap", "LawFit", "Param", "fit_law", "fit_table", "get", "inputs_at",
+__all__ = ["LAWS", "Columns", "Law", "Bootstrap", "LawFit", "Param", "fit_law", "fit_table", "get", "inputs_at",
            "names"]
 
 

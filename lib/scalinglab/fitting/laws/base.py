@@ -1,14 +1,12 @@
-"""What a law in the registry is, how one is fitted, and what a fit returns.
+"""The one engine that fits every law in the registry: ``fit_law(law, inputs, y, ...) -> LawFit``.
 
-A ``Law`` names its inputs by role (``n`` parameters, ``d`` tokens, ``u``
-unique tokens, ``x`` one free variable, ``loss`` a loss used as input), its
-target (``loss`` or ``metric``), its parameters (meaning, bounds, whether
-they are fitted in log) and a vectorised ``predict``. ``fit_law`` fits it by
-``scipy.optimize.least_squares`` from a grid of starts in the free
-coordinates: log residuals under Hoffmann's Huber loss (δ = 1e-3) by default
-for losses, plain least squares on the metric (or its logit) for downstream
-metrics. A law may bring its own fitter (Chinchilla's goes through
-``approach3.fit_arrays``, so ``--law chinchilla`` is the same fit as ``fit``).
+A ``Law`` (``fitting.form``) is fitted by ``scipy.optimize.least_squares``
+from a grid of starts in the free coordinates: log residuals under Hoffmann's
+Huber loss (δ = 1e-3) by default for losses, plain least squares on the
+metric (or its logit) for downstream metrics. A law may bring its own solver
+(``Law.fitter``): Chinchilla's is ``approach3``'s batched Newton/IRLS over
+Hoffmann's 4,500 starts, so ``--law chinchilla`` is the same fit as ``fit``.
+Every path returns ``fitting.results.LawFit``.
 
 The bootstrap resamples rows (or whole groups of rows) and refits each
 replicate from the full-data optimum and the best few grid starts; replicates
@@ -21,233 +19,21 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.form import ROLE_NAMES, Law, Param, check_target, transform
 from scalinglab.fitting.huber import HUBER_DELTA, huber
-from scalinglab.fitting.results import ReplicateSpread
-from scalinglab.serialization import to_jsonable
+from scalinglab.fitting.results import Bootstrap, LawFit
 
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
 SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
 AGREE = 3            # solved starts that reach the same lowest cost end the search
 POLISHED = 2         # of those solutions, the best ones solved again under the Huber loss
 BOOT_STARTS = 3      # grid starts (besides the full-data optimum) refitted per bootstrap replicate
-ROLE_NAMES = {"n": "parameters N", "d": "training tokens D", "u": "unique tokens U", "x": "the variable x",
-              "loss": "the loss (as input)"}
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter: ``log``: fitted as its logarithm (a positive scale); ``starts``: values, or a function of
-    (inputs, y) giving values (data-aware starts, e.g. a share of the smallest loss)."""
-
-    name: str
-    meaning: str
-    lower: float
-    upper: float
-    starts: tuple[float, ...] | Callable[[Mapping[str, np.ndarray], np.ndarray], tuple[float, ...]]
-    log: bool = False
-
-
-@dataclass(frozen=True)
-class Law:
-    """A functional form: ``predict(inputs, params)`` broadcasts (params may be (K, 1) arrays, inputs (n,))."""
-
-    name: str
-    title: str
-    formula: str
-    citation: str
-    inputs: tuple[str, ...]
-    target: str                         # "loss" (positive) or "metric" (e.g. an error rate in (0, 1))
-    params: tuple[Param, ...]
-    predict: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], np.ndarray]
-    space: str = "log"                  # residuals: "log", "linear" or "logit"
-    objective: str = "huber"            # default objective: "huber" (δ on the residuals) or "squares"
-    note: str = ""
-    fitter: Callable[..., LawFit] | None = None   # a law's own fitter (Chinchilla's)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.params)
-
-    def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name.lower() == name.lower():
-                return p
-        raise UserError(f"law {self.name} has no parameter {name!r}; its parameters are {', '.join(self.names)}")
-
-    def describe(self) -> str:
-        """Several lines: the form, its citation and what each parameter means."""
-        lines = [f"{self.name}: {self.title}", f"  {self.formula}", f"  {self.citation}"]
-        lines += [f"  {p.name}: {p.meaning}" for p in self.params]
-        if self.note:
-            lines.append(f"  note: {self.note}")
-        return "\n".join(lines)
-
-
-# --- residuals -------------------------------------------------------------------------------------------
-
-
-def transform(y, space: str) -> np.ndarray:
-    y = np.asarray(y, float)
-    with np.errstate(all="ignore"):
-        if space == "log":
-            return np.log(y)
-        if space == "logit":
-            return np.log(y) - np.log1p(-y)
-    return y
-
-
-def check_target(law: Law, y: np.ndarray, name: str = "target") -> None:
-    """UserError unless every target value is finite and lies where the residual space is defined."""
-    bad = ~np.isfinite(y)
-    if law.space == "log":
-        bad |= y <= 0
-        need = "positive"
-    elif law.space == "logit":
-        bad |= (y <= 0) | (y >= 1)
-        need = "strictly between 0 and 1"
-    else:
-        need = "finite"
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise UserError(f"{name} must be {need} for law {law.name}: {int(bad.sum())} of {len(y)} values are not "
-                        f"(first at position {i}: {y[i]:g})")
-
-
-# --- results ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LawBootstrap(ReplicateSpread):
-    """Replicate fits: ``samples`` (n_ok, P) in the law's parameter order, converged replicates only."""
-
-    samples: np.ndarray
-    names: tuple[str, ...]
-    n_boot: int
-    n_failed: int
-    level: float
-    seed: int
-    constant: tuple[str, ...] = ()
-    unit: str = "runs"
-    n_units: int | None = None
-
-    def column(self, name: str) -> np.ndarray:
-        return self.samples[:, self.names.index(name)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable({"n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level, "seed": self.seed,
-                            "unit": self.unit, "n_units": self.n_units, "se": self.se,
-                            "ci": {k: list(v) for k, v in self.ci.items()}})
-
-
-@dataclass(frozen=True)
-class LawFit:
-    """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
-    unidentified (parameters that barely move the fit, named in ``unidentified``: the runs cannot pin them),
-    max_iter or failed; ``objective`` is the fit's loss in its residual space (``law.space``)."""
-
-    law: Law
-    params: dict[str, float]
-    status: str
-    objective: float
-    objective_kind: str
-    delta: float
-    n_rows: int
-    n_starts: int
-    rss: float = float("nan")          # sum of squared residuals in the residual space
-    at_bound: tuple[str, ...] = ()
-    fixed: dict[str, float] = field(default_factory=dict)
-    bootstrap: LawBootstrap | None = None
-    unidentified: tuple[str, ...] = ()
-
-    @property
-    def free(self) -> tuple[str, ...]:
-        return tuple(k for k in self.law.names if k not in self.fixed)
-
-    def predict(self, inputs: Mapping[str, Any]) -> np.ndarray:
-        arrays = {k: np.asarray(v, float) for k, v in inputs.items()}
-        with np.errstate(all="ignore"):
-            return np.asarray(self.law.predict(arrays, self.params), float)
-
-    def draws(self, inputs: Mapping[str, Any]) -> np.ndarray | None:
-        """(replicates, rows): each bootstrap replicate's predictions, or None without a bootstrap."""
-        bs = self.bootstrap
-        if bs is None or not len(bs.samples):
-            return None
-        arrays = {k: np.asarray(v, float)[None, :] for k, v in inputs.items()}
-        params = {k: bs.samples[:, i, None] for i, k in enumerate(bs.names)}
-        with np.errstate(all="ignore"):
-            return np.asarray(self.law.predict(arrays, params), float)
-
-    def information_criteria(self) -> dict[str, float] | None:
-        """AIC and BIC with Gaussian residuals (in ``law.space``), k = free parameters + the noise scale;
-        None under the Huber objective, which has no likelihood."""
-        if self.objective_kind != "squares" or not np.isfinite(self.rss) or self.rss <= 0:
-            return None
-        n, k = self.n_rows, len(self.free) + 1
-        ll = -0.5 * n * (np.log(2 * np.pi * self.rss / n) + 1)
-        return {"log_likelihood": float(ll), "aic": float(2 * k - 2 * ll), "bic": float(k * np.log(n) - 2 * ll),
-                "k": k}
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"law": self.law.name, "formula": self.law.formula, "citation": self.law.citation,
-                               "params": dict(self.params), "status": self.status, "at_bound": list(self.at_bound),
-                               "unidentified": list(self.unidentified),
-                               "objective": self.objective, "objective_kind": self.objective_kind,
-                               "residual_space": self.law.space, "n_rows": self.n_rows, "n_starts": self.n_starts,
-                               "fixed": dict(self.fixed), "n_free": len(self.free)}
-        if self.objective_kind == "huber":
-            out["delta"] = self.delta
-        ic = self.information_criteria()
-        if ic:
-            out["information_criteria"] = ic
-        if self.bootstrap is not None:
-            out["bootstrap"] = self.bootstrap.to_dict()
-        return to_jsonable(out)
-
-    def summary(self, source: str = "fit", n_dropped: int = 0) -> str:
-        """The table `scalinglab fit --law NAME` prints: form, runs, status, then each parameter with its SE
-        and interval when bootstrapped."""
-        bs = self.bootstrap
-        how = (f"Huber delta {self.delta:g} on {self.law.space} residuals" if self.objective_kind == "huber"
-               else f"least squares on {self.law.space} residuals")
-        lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
-                 + f"; law {self.law.name}: {self.law.formula}",
-                 f"{self.law.citation}",
-                 f"{how}, {self.n_starts} starts"]
-        if self.fixed:
-            lines.append("constraints: " + ", ".join(f"{k} fixed at {v:g}" for k, v in self.fixed.items())
-                         + f"; {len(self.free)} free parameters")
-        lines.append(f"status: {self.status}" + (f" ({', '.join(self.at_bound)} at a bound)" if self.at_bound else "")
-                     + (f" ({', '.join(self.unidentified)} not identified: moving them barely changes the fit)"
-                        if self.unidentified else "")
-                     + f"; objective {self.objective:.6g}")
-        ic = self.information_criteria()
-        if ic:
-            lines.append(f"AIC {ic['aic']:.2f}, BIC {ic['bic']:.2f} (Gaussian {self.law.space} residuals, "
-                         f"k = {ic['k']})")
-        if bs and not len(bs.samples):
-            lines.append(f"bootstrap: all {bs.n_boot} replicates failed: no standard errors or intervals")
-        lines.append("")
-        head = f"{'':<9}{'estimate':>12}" + (bs.table_head() if bs else "")
-        lines.append(head)
-        for p in self.law.params:
-            row = f"{p.name:<9}{self.params[p.name]:>12.5g}"
-            if p.name in self.fixed:
-                row += "   fixed"
-            elif bs:
-                lo, hi = bs.ci[p.name]
-                row += f"{bs.se[p.name]:>12.3g}   [{lo:.5g}, {hi:.5g}]"
-            lines.append(row)
-        lines.append("")
-        lines += [f"{p.name}: {p.meaning}" for p in self.law.params]
-        return "\n".join(lines)
 
 
 # --- the fit ---------------------------------------------------------------------------------------------
@@ -481,8 +267,9 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
         if good:
             samples.append([sub.params(z)[k] for k in prob.law.names])
     n_units = None if groups is None else len(set(np.asarray(groups).tolist()))
-    bs = LawBootstrap(np.array(samples, float).reshape(-1, len(prob.law.names)), prob.law.names, n_boot,
-                      int(n_boot - sum(ok)), level, seed, constant=tuple(fit.fixed), unit="runs" if groups is None
-                      else unit, n_units=n_units)
+    law = prob.law
+    bs = Bootstrap(np.array(samples, float).reshape(-1, len(law.names)), law.names, n_boot, int(n_boot - sum(ok)),
+                   level, seed, constant=tuple(fit.fixed), unit="runs" if groups is None else unit, n_units=n_units,
+                   derived=law.derived, scale=law.scale_params)
     return replace(fit, bootstrap=bs)
 

@@ -34,8 +34,9 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import holdout as H
-from scalinglab.fitting.laws.base import Law, LawFit
+from scalinglab.fitting.form import Law
 from scalinglab.fitting.laws.table import Columns, LawPredictions, fit_table, inputs_at, predict_arrays, predict_rows
+from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
 PAIRED_BOOT = 2000

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.fitting.laws.base import Law, LawBootstrap, LawFit, Param
+from scalinglab.fitting.approach3 import CHINCHILLA
+from scalinglab.fitting.form import Law, Param
 
 # Muennighoff et al.'s U_N: the compute-optimal model for U_D unique tokens, at Chinchilla's ~20 tokens per
 # parameter (their Appendix: U_N = min(N_opt(U_D), N)).
@@ -39,46 +40,6 @@ def _scale_of(role, *exps):
         span = max(float(np.ptp(y)), 1e-3 * float(np.mean(np.abs(y))))
         return tuple(span * g ** e for e in exps)
     return starts
-
-
-# --- Chinchilla: the existing Approach-3 fit ---------------------------------------------------------------
-
-
-def _chinchilla(inputs, p):
-    return p["E"] + p["A"] / inputs["n"] ** p["alpha"] + p["B"] / inputs["d"] ** p["beta"]
-
-
-def _fit_chinchilla(law, inputs, y, *, fixed, objective, delta, n_boot, seed, level, groups, unit, progress):
-    """``approach3.fit_arrays`` (Hoffmann's grid, batched Newton), wrapped as a LawFit: the same numbers as
-    `scalinglab fit`. Squares: a Huber δ far above every log residual is exactly half the squares."""
-    from scalinglab.fitting import approach3 as F
-
-    opts = F.FitOptions(delta=delta if objective == "huber" else 1e6, fixed=tuple(fixed.items()))
-    res = F.fit_arrays(inputs["n"], inputs["d"], y, opts, n_boot=n_boot, seed=seed, level=level, groups=groups,
-                       unit=unit, progress=progress)
-    params = {k: float(v) for k, v in res.params().items()}
-    rss = float(np.sum((np.log(_chinchilla(inputs, params)) - np.log(y)) ** 2))
-    bs = None
-    if res.bootstrap is not None:
-        b = res.bootstrap
-        bs = LawBootstrap(np.asarray(b.samples, float), law.names, b.n_boot, b.n_failed, b.level, b.seed,
-                          constant=tuple(fixed), unit=b.unit, n_units=b.n_units)
-    return LawFit(law, params, res.status, float(res.objective), objective, delta, res.n_rows, res.n_starts, rss=rss,
-                  at_bound=tuple(res.at_bound), fixed=dict(fixed), bootstrap=bs)
-
-
-CHINCHILLA = Law(
-    name="chinchilla", title="Chinchilla's parametric loss",
-    formula="L = E + A/N^alpha + B/D^beta",
-    citation="Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, eq. 2 (arXiv:2203.15556)",
-    inputs=("n", "d"), target="loss",
-    params=(Param("E", "irreducible loss (the entropy of text)", 0.0, 1e3, (0.0, 1.0)),
-            Param("A", "scale of the finite-model term", 1e-9, 1e26, (1e2,), log=True),
-            Param("B", "scale of the finite-data term", 1e-9, 1e26, (1e2,), log=True),
-            Param("alpha", "exponent of N", 0.0, 5.0, (0.3,)),
-            Param("beta", "exponent of D", 0.0, 5.0, (0.3,))),
-    predict=_chinchilla, fitter=_fit_chinchilla,
-    note="fitted by approach3 (Hoffmann's 4,500-start grid), as `scalinglab fit` fits it")
 
 
 # --- Kaplan et al. 2020, eq. 1.5 -------------------------------------------------------------------------

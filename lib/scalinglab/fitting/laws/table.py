@@ -16,8 +16,10 @@ import numpy as np
 
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.laws.base import Law, LawFit, fit_law
+from scalinglab.fitting.laws.base import fit_law
+from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
 
