@@ -35,8 +35,7 @@ def compute_optimal(result, C, level: float | None = None) -> list[dict[str, Any
     point = result.scaling_law
     bs = result.bootstrap
     # The closed form with each parameter a column of replicates: every replicate's allocation at once.
-    replicates = (result.law.closed_form(dict(zip(bs.params, bs.samples.T)))
-                  if bs is not None and len(bs.samples) else None)
+    replicates = result.replicate_laws if bs is not None and len(bs.samples) else None
     level = bs.level if level is None and bs is not None else (level or 0.95)
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
 

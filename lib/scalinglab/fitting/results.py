@@ -193,6 +193,16 @@ class LawFit:
             raise UserError(f"law {self.law.name} has no closed-form compute-optimal allocation")
         return self.law.closed_form(self.params)
 
+    @property
+    def replicate_laws(self):
+        """The closed form with each parameter a column of the bootstrap's converged replicates, so that one call
+        answers for every replicate (``fit.replicate_laws.n_opt(C)``); a UserError without a bootstrap."""
+        bs = self.bootstrap
+        if bs is None or not len(bs.samples):
+            raise UserError("no bootstrap replicates: fit with a resample count (--bootstrap K)")
+        self.scaling_law  # noqa: B018  (a law without a closed form says so here)
+        return self.law.closed_form(dict(zip(bs.params, bs.samples.T)))
+
     def __getattr__(self, name: str):
         # Only reached when normal lookup fails: a parameter by name (fit.alpha), or a question of the closed form.
         if name.startswith("_"):
