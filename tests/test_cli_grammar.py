@@ -44,3 +44,69 @@ def test_a_subcommand_that_fails_to_import_is_an_error(monkeypatch):
     monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "no_such_command"))
     with pytest.raises(ModuleNotFoundError):
         cli.build_parser()
+
+
+def _flag_table():
+    """docs/cli.md's flag table: {flag: (default cell, commands)}."""
+    import re
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "cli.md").read_text()
+    start = text.index("| flag | means | default | in |")
+    table = {}
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for flag in re.findall(r"`(--[a-z-]+)", cells[0]):
+            table[flag] = (cells[2], {c.strip() for c in cells[3].split(",")})
+    return table
+
+
+def _flags_by_command():
+    out = {}
+    for name, sub in _subparsers(cli.build_parser()).items():
+        for a in sub._actions:
+            for s in a.option_strings:
+                if s != "--help" and s != "-h":
+                    out.setdefault(s, {})[name] = a
+    return out
+
+
+def test_every_shared_flag_is_in_the_documented_grammar_with_its_commands():
+    table, flags = _flag_table(), _flags_by_command()
+    shared = {f for f, cmds in flags.items() if len(cmds) > 1}
+    assert shared <= set(table), f"flags used by several commands but not in docs/cli.md's table: {shared - set(table)}"
+    for flag, (_, commands) in table.items():
+        actual = set(flags.get(flag, {}))
+        assert commands == actual, f"{flag}: docs/cli.md lists {sorted(commands)}, the parser has it in {sorted(actual)}"
+
+
+def test_one_default_per_flag_meaning():
+    # A flag whose choices are the same everywhere has one default; --bootstrap has the two the table states:
+    # 0 where an interval is optional, 1000 where it is the answer. A required flag has no default.
+    from scalinglab.cli import flags as grammar
+
+    table, flags = _flag_table(), _flags_by_command()
+    for flag, actions in flags.items():
+        if flag not in table or len(actions) < 2:
+            continue
+        by_choices = {}
+        for name, a in actions.items():
+            if not a.required:
+                by_choices.setdefault(tuple(sorted(a.choices or ())), set()).add(repr(a.default))
+        for choices, defaults in by_choices.items():
+            allowed = 2 if flag == "--bootstrap" else 1
+            assert len(defaults) <= allowed, f"{flag} {choices or ''}: defaults {defaults} differ between commands"
+    optional = {n for n, a in flags["--bootstrap"].items() if a.default == grammar.BOOTSTRAP_ON_REQUEST}
+    assert optional == {"fit", "compare-laws"}
+    assert {a.default for a in flags["--level"].values()} == {grammar.LEVEL}
+
+
+def test_compare_design_and_predict_read_datasets_and_select_rows():
+    flags = _flags_by_command()
+    for flag in ("--dataset", "--where"):
+        assert {"compare", "design", "predict"} <= set(flags[flag]), flag
+    assert "--group-by" not in flags or "compare-laws" not in flags["--group-by"]
+    assert "--leave-out-by" in {s for a in _subparsers(cli.build_parser())["compare-laws"]._actions
+                                for s in a.option_strings}

@@ -211,7 +211,7 @@ def test_compare_refuses_laws_with_different_targets():
 
 
 def test_compare_laws_command(runs_csv, capsys):
-    assert main(["compare-laws", runs_csv, "--law", "kaplan", "--law", "gadre", "--group-by", "band", "--at",
+    assert main(["compare-laws", runs_csv, "--law", "kaplan", "--law", "gadre", "--leave-out-by", "band", "--at",
                  "n=7e9,d=1.4e11"]) == 0
     out = capsys.readouterr().out
     assert "verdict:" in out and "prediction at n=7e+09" in out

@@ -3,35 +3,33 @@
 from __future__ import annotations
 
 
-def add_table_flags(p) -> None:
-    """The column flags `compare` and `design` share with `fit`."""
-    p.add_argument("--n-col", metavar="COL", default="N", help="parameters N (default N)")
-    cols = p.add_mutually_exclusive_group()
-    cols.add_argument("--d-col", metavar="COL", help="training tokens D (default D)")
-    cols.add_argument("--c-col", metavar="COL", help="training compute C in FLOP; D = C/(6N)")
-    p.add_argument("--loss-col", metavar="COL", default="loss", help="final loss (default loss)")
-
-
-def read_runs(path: str, args, groups: str | None = None):
-    """(N, D, L, group labels or None) from a CSV, errors naming the file."""
+def read_runs(source: str, args, groups: str | None = None, dataset: bool = False):
+    """(N, D, L, group labels or None) of the rows ``--where`` keeps, from a CSV (or a registered dataset),
+    errors naming the file and line. Columns: the flags, else the dataset's roles, else N, D (or C), loss."""
     import numpy as np
 
-    from scalinglab.cli.tables import named_row
+    from scalinglab.cli.tables import named_row, no_rows
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.runs import read_table
+    from scalinglab.fitting import holdout as H
+    from scalinglab.runs import load_runs
 
-    table = read_table(path)
+    runs = load_runs(None, dataset=source) if dataset else load_runs(source)
+    table, roles = runs.table, runs.roles
+    c_col = args.c_col or (None if args.d_col or "d" in roles else roles.get("c"))
+    cols = dict(n_col=runs.column("n", args.n_col), d_col=None if c_col else runs.column("d", args.d_col),
+                loss_col=runs.column("loss", args.loss_col), c_col=c_col)
     try:
-        N, D, L, _ = F.runs_from_table(table, args.n_col, None if args.c_col else (args.d_col or "D"),
-                                       args.loss_col, c_col=args.c_col)
+        rows = np.flatnonzero(H.where(table, args.where))
+        if not rows.size:
+            raise UserError(no_rows(args.where))
+        N, D, L, _ = H.runs_at(table, rows, **cols)
         labels = None
         if groups:
             if groups not in table:
                 raise UserError(f"--bootstrap-by: no column {groups!r}; the table has {', '.join(table)}")
-            labels = np.asarray(table[groups])
+            labels = np.asarray(table[groups])[rows]
     except UserError as exc:
-        raise UserError(f"{path}: {named_row(exc, table)}") from None
+        raise UserError(f"{runs.label}: {named_row(exc, table)}") from None
     return N, D, L, labels
 
 
@@ -43,18 +41,20 @@ def register(sub) -> None:
                     "ratio, the loss difference and P(a better than b), with bootstrap intervals. When both "
                     "tables hold the same (N, D) design, replicates resample the same design points in both "
                     "(paired); otherwise each table is resampled on its own (independent). The output says which.")
-    p.add_argument("a", help="system a: a CSV with one row per run")
-    p.add_argument("b", help="system b: a CSV with the same columns")
-    add_table_flags(p)
+    from scalinglab.cli import flags
+
+    p.add_argument("csv", nargs="*", metavar="CSV", help="systems a and b: two CSVs with one row per run and the same "
+                                                          "columns (or --dataset twice, or one of each)")
+    p.add_argument("--dataset", action="append", metavar="NAME",
+                   help="a registered dataset as one of the two systems (`scalinglab data list`); repeatable")
+    flags.add_columns(p, "n", "d", "c", "loss")
+    flags.add_where(p)
     p.add_argument("--compute", action="append", type=float, metavar="C",
                    help="a budget (FLOP) to compare N_opt and the loss at; repeat for several")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="K", help="bootstrap replicates (default 1000)")
-    p.add_argument("--bootstrap-by", metavar="COL",
-                   help="resample whole groups of rows named by COL in each table (e.g. a run's checkpoints); "
-                        "the tables are then resampled independently")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L", help="interval level (default 0.95)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_resampling(p, flags.BOOTSTRAP_FOR_INTERVALS, "paired or independent resamples of the two tables' "
+                         "runs (with --bootstrap-by, of whole groups, independently)", by=True)
+    flags.add_delta(p)
+    flags.add_json(p)
     p.set_defaults(func=_run)
 
 
@@ -63,9 +63,10 @@ def _run(args) -> int:
 
     import numpy as np
 
-    from scalinglab.cli.tables import check_level, check_resampling
+    from scalinglab.cli.tables import check_delta, check_level, check_resampling
     from scalinglab.errors import UserError
     from scalinglab.fitting.compare import compare
+    from scalinglab.fitting.options import FitOptions
     from scalinglab.serialization import dumps
 
     check_resampling(args)
@@ -74,13 +75,18 @@ def _run(args) -> int:
         from scalinglab.fitting.allocation import check_budgets
 
         check_budgets(args.compute)
-    a, b = (read_runs(path, args, args.bootstrap_by) for path in (args.a, args.b))
+    sources = [(s, False) for s in args.csv] + [(s, True) for s in args.dataset or []]
+    if len(sources) != 2:
+        raise UserError(f"compare needs two systems (two CSVs, --dataset twice, or one of each), got {len(sources)}")
+    options = FitOptions(delta=check_delta(args.delta))
+    a, b = (read_runs(src, args, args.bootstrap_by, dataset=ds) for src, ds in sources)
+    (la, _), (lb, _) = sources
     if all(np.array_equal(np.asarray(x, float), np.asarray(y, float)) for x, y in zip(a[:3], b[:3])):
         # The same runs twice: every difference is exactly 0 and "P(a better than b) = 0.000" would read as a verdict.
-        raise UserError(f"{args.a} and {args.b} hold the same runs (N, D and loss equal row by row): there is "
+        raise UserError(f"{la} and {lb} hold the same runs (N, D and loss equal row by row): there is "
                         "nothing to compare")
-    res = compare(a[:3], b[:3], labels=(args.a, args.b), budgets=args.compute or (), n_boot=args.bootstrap,
+    res = compare(a[:3], b[:3], labels=(la, lb), budgets=args.compute or (), n_boot=args.bootstrap,
                   seed=args.seed, level=args.level, groups=(a[3], b[3]), unit=args.bootstrap_by or "groups",
-                  progress=sys.stderr.isatty())
+                  options=options, progress=sys.stderr.isatty())
     print(dumps(res.to_dict()) if args.json else res.summary())
     return 0

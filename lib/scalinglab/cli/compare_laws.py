@@ -7,24 +7,17 @@ def register(sub) -> None:
     p = sub.add_parser(
         "compare-laws", help="which law? held-out error of several laws, and whether the data tell them apart",
         description="Fit each --law to the runs and score it on held-out runs: a split (--holdout COND, or the "
-                    "last runs by compute) and leave-one-group-out (--group-by COL, default the N column). "
+                    "last runs by compute) and leave-one-group-out (--leave-out-by COL, default the N column). "
                     "Held-out error is RMSLE; a paired bootstrap of the held-out runs says whether the best law "
                     "beats the runner-up or the data cannot tell them apart.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
-    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    from scalinglab.cli import flags
+
+    flags.add_source(p)
     p.add_argument("--law", action="append", required=True, metavar="NAME",
                    help="a law to compare (repeat, at least two): chinchilla, kaplan, data_constrained, gadre, "
                         "saturating, broken, downstream, logit")
-    p.add_argument("--n-col", metavar="COL", help="parameters N")
-    cols = p.add_mutually_exclusive_group()
-    cols.add_argument("--d-col", metavar="COL", help="training tokens D")
-    cols.add_argument("--c-col", metavar="COL", help="training compute C in FLOP; D = C/(6N)")
-    p.add_argument("--loss-col", metavar="COL", help="final loss")
-    p.add_argument("--u-col", metavar="COL", help="unique tokens (data_constrained)")
-    p.add_argument("--x-col", metavar="COL", help="the one variable (saturating, broken, logit)")
-    p.add_argument("--y-col", metavar="COL", help="the downstream metric (downstream, logit)")
-    p.add_argument("--where", action="append", metavar="COND", help="use only rows matching COND (repeat: all)")
+    flags.add_columns(p, "n", "d", "c", "loss", "u", "x", "y")
+    flags.add_where(p)
     split = p.add_mutually_exclusive_group()
     split.add_argument("--holdout", action="append", metavar="COND",
                        help="the split: hold out rows matching COND (repeat: any), fit the rest")
@@ -32,7 +25,7 @@ def register(sub) -> None:
                        help="the split: order runs by COL (default compute 6ND, or x) and hold out the last ones")
     p.add_argument("--train-frac", type=float, default=0.7, metavar="F",
                    help="share of the ordered runs fitted (default 0.7)")
-    p.add_argument("--group-by", metavar="COL",
+    p.add_argument("--leave-out-by", metavar="COL",
                    help="leave-one-group-out by COL (default: the first input's column, e.g. N: each model size)")
     p.add_argument("--no-logo", action="store_true", help="skip leave-one-group-out")
     p.add_argument("--paired-by", metavar="COL",
@@ -43,12 +36,10 @@ def register(sub) -> None:
                         "with its bootstrap interval under --bootstrap")
     p.add_argument("--objective", choices=("huber", "squares"), default="huber",
                    help="huber (Hoffmann's delta 1e-3 on log residuals; default) or squares (gives AIC/BIC)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="K",
-                   help="K row-resampling bootstrap fits of each law: of the split's training runs (an interval per "
-                        "held-out run) and, with --at, of all runs (the interval there)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstraps (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L", help="level of the intervals (default 0.95)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of each law's fit: of the split's training runs (an "
+                         "interval per held-out run) and, with --at, of all runs (the interval there)")
+    flags.add_delta(p)
+    flags.add_json(p)
     p.set_defaults(func=_run)
 
 
@@ -78,7 +69,7 @@ def _run(args) -> int:
 
     from scalinglab.cli.fit import _source
     from scalinglab.cli.laws import law_columns
-    from scalinglab.cli.tables import check_level, named_row
+    from scalinglab.cli.tables import check_delta, check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import laws as Lw
     from scalinglab.fitting.laws.compare import compare
@@ -109,9 +100,10 @@ def _run(args) -> int:
         for law in laws:  # every law must find its columns
             law_columns(_Lenient(args, law), law, roles)
         res = compare(laws, table, cols, select=args.where, holdout=args.holdout, order_by=args.order_by,
-                      train_frac=args.train_frac, group_by=args.group_by, logo=not args.no_logo,
+                      train_frac=args.train_frac, group_by=args.leave_out_by, logo=not args.no_logo,
                       paired_by=args.paired_by, target=at,
                       objective=args.objective, n_boot=args.bootstrap, seed=args.seed, level=args.level,
+                      delta=check_delta(args.delta),
                       progress=sys.stderr.isatty())
     except UserError as exc:
         raise UserError(f"{label}: {named_row(exc, table)}") from None

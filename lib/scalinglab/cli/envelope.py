@@ -39,6 +39,8 @@ METHODS = ("grid", "hull")
 
 
 def register(sub) -> None:
+    from scalinglab.cli import flags
+
     p = sub.add_parser(
         "envelope", help="the lower envelope of training curves and the exponents of N_opt, D_opt ∝ C^a, C^b "
                          "(Approach 1)",
@@ -72,10 +74,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--level", type=float, default=0.95, metavar="L",
                    help="interval level (default 0.95; Hoffmann's Table 2 gives 10th-90th percentiles: 0.8)")
-    p.add_argument("--where", action="append", default=[], metavar="COND",
-                   help="keep only rows matching COND, 'COL OP VALUE' with OP one of == != < <= > >= ~ "
-                        "(~: contains), as in `scalinglab fit --where`; e.g. 'tokens>=2e10' starts every curve "
-                        "later (repeatable; all must hold)")
+    flags.add_where(p)
     p.add_argument("--group-by", metavar="COL,...",
                    help="fit each combination of these columns' values separately (e.g. family)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -133,7 +132,7 @@ def _run(args) -> int:
     cols = _check_columns(df, cols, args, label)
     for col in group_by:
         need_column(df, col, label, "--group-by")
-    df, _ = select_rows(df, args.where, [], label)
+    df, _ = select_rows(df, args.where or [], [], label)
     options = envelope.EnvelopeOptions(method=args.method, drop_edges=not args.keep_edges, n_boot=args.bootstrap,
                                        level=args.level, seed=args.seed)
 
@@ -153,7 +152,7 @@ def _run(args) -> int:
     results = [EnvelopeGroup.from_fit(labels, curves, envelope.fit_envelope(curves, options))
                for labels, curves in tables]
     analysis = EnvelopeAnalysis(source=label, columns=cols, method=args.method, keep_edges=args.keep_edges,
-                                bootstrap=args.bootstrap, seed=args.seed, level=args.level, where=args.where,
+                                bootstrap=args.bootstrap, seed=args.seed, level=args.level, where=args.where or [],
                                 group_by=group_by, groups=results)
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no fit, no interval) -> null
     sys.stdout.flush()

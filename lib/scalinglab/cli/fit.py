@@ -17,28 +17,15 @@ def register(sub) -> None:
                     "Huber loss, delta 1e-3, summed; 4,500-start grid). Give D per run (--d-col) or "
                     "training compute (--c-col, D = C/(6N)). Without a dataset's roles the columns "
                     "default to N, D and loss.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
-    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
-    p.add_argument("--n-col", metavar="COL", help="parameters N")
-    cols = p.add_mutually_exclusive_group()
-    cols.add_argument("--d-col", metavar="COL", help="training tokens D")
-    cols.add_argument("--c-col", metavar="COL", help="training compute C in FLOP; D = C/(6N)")
-    p.add_argument("--loss-col", metavar="COL", help="final loss")
+    from scalinglab.cli import flags
+
+    flags.add_source(p)
+    flags.add_columns(p, "n", "d", "c", "loss", "u", "x", "y")
     p.add_argument("--drop-highest", type=int, default=0, metavar="K",
                    help="drop the K highest-loss rows first (Epoch's protocol drops 5; default 0)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="K",
-                   help="K row-resampling bootstrap fits for standard errors and 95%% intervals")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L",
-                   help="level of the bootstrap's intervals (default 0.95)")
-    p.add_argument("--bootstrap-by", metavar="COL",
-                   help="resample whole groups of rows named by COL (e.g. a model id) instead of rows: when one "
-                        "model gives several rows (checkpoints, cooldowns, eval sets) the model is the "
-                        "independent unit and row resampling makes the intervals too narrow")
-    p.add_argument("--where", action="append", metavar="COND",
-                   help="fit (and predict) only rows matching COND, written COL OP VALUE with OP one of "
-                        "== != < <= > >= ~ (~: contains), e.g. 'dataset==rpj'; repeat to require several")
+    flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of the runs (rows), refitted for standard errors and "
+                         "percentile intervals", by=True)
+    flags.add_where(p)
     check = p.add_mutually_exclusive_group()
     check.add_argument("--holdout", action="append", metavar="COND",
                        help="hold out rows matching COND (e.g. 'tokens>1e11'): fit the rest, then print the "
@@ -58,9 +45,7 @@ def register(sub) -> None:
     p.add_argument("--tie-exponents", action="store_true",
                    help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
                         "parameters, so 8 runs are enough; a = b = 0.5 by construction")
-    p.add_argument("--delta", type=float, default=None, metavar="DELTA",
-                   help="the Huber threshold on log residuals (default 1e-3, Hoffmann et al.'s); smaller is closer "
-                        "to least absolute deviations, larger to least squares")
+    flags.add_delta(p)
     p.add_argument("--solver", choices=("grid", "varpro"), default="grid",
                    help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
                         "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
@@ -71,14 +56,10 @@ def register(sub) -> None:
     p.add_argument("--save", metavar="FILE",
                    help="also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
                         "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    # Other laws (lib/scalinglab/fitting/laws, run by cli/laws.py); Chinchilla's path below is unchanged.
+    flags.add_json(p)
     p.add_argument("--law", default="chinchilla", metavar="NAME",
                    help="the functional form: chinchilla (default), kaplan, data_constrained, gadre, saturating, "
                         "broken, downstream, logit (see docs/cli.md); flags a law has no use for are refused")
-    p.add_argument("--u-col", metavar="COL", help="unique tokens per run (--law data_constrained)")
-    p.add_argument("--x-col", metavar="COL", help="the one variable of --law saturating, broken or logit")
-    p.add_argument("--y-col", metavar="COL", help="the downstream metric of --law downstream or logit")
     p.set_defaults(func=_run)
 
 

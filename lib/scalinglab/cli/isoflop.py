@@ -29,6 +29,8 @@ MIN_POINTS = 3
 
 
 def register(sub) -> None:
+    from scalinglab.cli import flags
+
     p = sub.add_parser(
         "isoflop", help="each budget's optimal N and the exponent a of N_opt ∝ C^a (Approach 2)",
         description="Hoffmann et al.'s Approach 2: for each compute budget C, the minimum of loss against "
@@ -58,9 +60,7 @@ def register(sub) -> None:
                    help="level of the budgets' and the exponent's intervals (default 0.95)")
     p.add_argument("--group-by", metavar="COL,...",
                    help="fit each combination of these columns' values separately (e.g. source,experiment)")
-    p.add_argument("--where", action="append", default=[], metavar="COND",
-                   help="keep only rows matching COND, 'COL OP VALUE' with OP one of == != < <= > >= ~ "
-                        "(~: contains), as in `scalinglab fit --where` (repeatable; all must hold)")
+    flags.add_where(p)
     p.add_argument("--drop-flagged", action="append", default=[], metavar="COL",
                    help="drop rows whose COL is true (true/yes/1), e.g. a QC outlier flag (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -95,7 +95,7 @@ def _run(args) -> int:
     cols = {role: getattr(args, FLAGS[role]) or roles.get(role, DEFAULT_COLS[role]) for role in DEFAULT_COLS}
     for col in group_by:
         need_column(df, col, label, "--group-by")
-    df, flagged = select_rows(df, args.where, args.drop_flagged, label)
+    df, flagged = select_rows(df, args.where or [], args.drop_flagged, label)
     # (labels, kept rows, number of flagged rows dropped); a group with every row
     # flagged is still listed, with nothing to fit.
     groups = [(labels, g[~flagged[g.index]], int(flagged[g.index].sum())) for labels, g in split_groups(df, group_by)]
@@ -144,7 +144,7 @@ def _run(args) -> int:
     analysis = IsoflopAnalysis(
         source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed, level=args.level,
         noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap else None),
-        where=args.where, drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
+        where=args.where or [], drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no interval) -> null
     sys.stdout.flush()
     return 0

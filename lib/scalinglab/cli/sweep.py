@@ -54,8 +54,9 @@ def register(sub) -> None:
                          help="Porian et al.'s ladder on our runs: a per step, its shift, and theirs (several databases)")
     lad.add_argument("--dir", required=True, metavar="FOLDER",
                      help="folder holding ladder0.db, ladder2.db, ladder3.db, ladder4.db (a missing one: no fit)")
-    lad.add_argument("--method", choices=("spline", "parabola"), default="spline",
-                     help="each budget's optimum: Akima spline (Porian et al.'s) or parabola in log N")
+    lad.add_argument("--method", choices=("parabola", "spline"), default="parabola",
+                     help="each budget's optimum: parabola in log N (Hoffmann's; default, as in isoflop) or Akima "
+                          "spline (Porian et al.'s: --method spline)")
     lad.add_argument("--bootstrap", type=int, default=1000, metavar="K", help="block-bootstrap resamples (whole shapes)")
     lad.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     lad.add_argument("--level", type=float, default=0.95, metavar="L", help="interval level (default 0.95)")

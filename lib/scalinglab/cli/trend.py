@@ -13,6 +13,8 @@ NAMES = {"x": "scale x", "y": "accuracy", "count": "count of examples"}
 
 
 def register(sub) -> None:
+    from scalinglab.cli import flags
+
     p = sub.add_parser(
         "trend",
         help="classify each group's accuracy-vs-scale trend by a binomial GLM test",
@@ -33,9 +35,7 @@ def register(sub) -> None:
     p.add_argument("--y-col", metavar="COL", help="accuracy column, in [0, 1]")
     p.add_argument("--count-col", metavar="COL", help="number of examples behind each accuracy")
     p.add_argument("--group-by", metavar="COL", default=None, help="classify each value of this column separately")
-    p.add_argument("--where", action="append", default=[], metavar="COND",
-                   help="keep only rows matching COND, 'COL OP VALUE' with OP one of == != < <= > >= ~ "
-                        "(~: contains), as in `scalinglab fit --where` (repeatable; all must hold)")
+    flags.add_where(p)
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--dispersion", choices=DISPERSIONS, default="binomial",
                    help="binomial: sampling noise only (default); pooled: one quasi-binomial scale from all "
@@ -89,7 +89,7 @@ def _trend(args) -> int:
                             else f"{flag} is needed (the column of the {role} values)")
         cols[role] = value
     if args.where:
-        df, _ = select_rows(df, args.where, [], label)
+        df, _ = select_rows(df, args.where or [], [], label)
     _check_values(df, cols, label, from_file=not args.dataset)
     try:
         report = trend_report(df, cols["x"], cols["y"], cols["count"], cols["group"], TrendOptions(alpha=args.alpha),

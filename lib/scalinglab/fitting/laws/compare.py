@@ -35,6 +35,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import holdout as H
 from scalinglab.fitting.form import Law
+from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.table import Columns, LawPredictions, fit_table, inputs_at, predict_arrays, predict_rows
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
@@ -235,7 +236,7 @@ def _paired(errors: Mapping[str, np.ndarray], units: np.ndarray, best: str, n_bo
 def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=None, order_by: str | None = None,
             train_frac: float = 0.7, group_by: str | None = None, logo: bool = True, paired_by: str | None = None,
             target: Mapping[str, float] | None = None, objective: str | None = "huber", n_boot: int = 0,
-            seed: int = 0, level: float = 0.95, paired_boot: int = PAIRED_BOOT,
+            seed: int = 0, level: float = 0.95, paired_boot: int = PAIRED_BOOT, delta: float = HUBER_DELTA,
             progress: bool = False) -> LawComparison:
     """Fit each law, score it on the split and (with ``group_by``, or each distinct first input when ``logo``)
     on leave-one-group-out, and say whether the data can tell the best from the runner-up.
@@ -282,17 +283,18 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
         notes: list[str] = []
         fit = split_fit = split = logo_pred = logo_groups = at = None
         try:
-            fit = fit_table(law, table, cols, keep, objective=objective, n_boot=n_boot if target else 0, seed=seed,
-                            level=level)
+            fit = fit_table(law, table, cols, keep, objective=objective, delta=delta,
+                            n_boot=n_boot if target else 0, seed=seed, level=level)
         except UserError as exc:
             notes.append(f"fit on all runs refused: {exc}")
         try:
-            split_fit = fit_table(law, table, cols, train, objective=objective, n_boot=n_boot, seed=seed, level=level)
+            split_fit = fit_table(law, table, cols, train, objective=objective, delta=delta, n_boot=n_boot, seed=seed,
+                                  level=level)
             split = predict_rows(split_fit, table, np.flatnonzero(held), cols)
         except UserError as exc:
             notes.append(f"split refused: {exc}")
         if labels is not None:
-            logo_pred, logo_groups, refused = _logo(law, table, cols, keep, labels, objective)
+            logo_pred, logo_groups, refused = _logo(law, table, cols, keep, labels, objective, delta)
             notes += refused
         if target and fit is not None:
             at = _at_target(fit, target, level)
@@ -348,7 +350,7 @@ def _verdict(ranking, differences, level, check, unit: str) -> str:
             f"{over} [{lo:+.4f}, {hi:+.4f}])")
 
 
-def _logo(law, table, cols, keep, labels, objective):
+def _logo(law, table, cols, keep, labels, objective, delta=HUBER_DELTA):
     """Pooled predictions of each group by a fit on the other groups; groups a fit refused are noted."""
     order = list(dict.fromkeys(labels[keep].tolist()))
     if len(order) < 2:
@@ -357,7 +359,7 @@ def _logo(law, table, cols, keep, labels, objective):
     for g in order:
         out = keep & (labels == g)
         try:
-            f = fit_table(law, table, cols, keep & ~out, objective=objective)
+            f = fit_table(law, table, cols, keep & ~out, objective=objective, delta=delta)
             preds.append(predict_rows(f, table, np.flatnonzero(out), cols))
             groups.append(np.full(int(out.sum()), g, object))
         except UserError as exc:

@@ -1,0 +1,79 @@
+"""The one grammar of the ``scalinglab`` command: every shared flag's meaning and default, in one place.
+
+Commands add their shared flags through these functions (argparse's parent parsers, as functions so that a
+command can put a flag in its own mutually exclusive group), so a flag name means one thing and has one
+default wherever it appears. docs/cli.md's flag table is this grammar written down, and
+``tests/test_cli_grammar.py`` holds every command's parser to that table. Only argparse is imported here: the
+CLI's start stays fast.
+"""
+
+from __future__ import annotations
+
+# Resamples behind an interval. A command whose answer is an interval (compare, design, isoflop, envelope,
+# ladder-report) resamples by default; one whose answer is a fit (fit, compare-laws) only when asked.
+BOOTSTRAP_FOR_INTERVALS = 1000
+BOOTSTRAP_ON_REQUEST = 0
+LEVEL = 0.95
+
+COLUMN_HELP = {
+    "n": ("--n-col", "parameters N"),
+    "d": ("--d-col", "training tokens D"),
+    "c": ("--c-col", "compute C in FLOP at which the row's loss was measured (a run's training compute; "
+                     "D = C/(6N))"),
+    "loss": ("--loss-col", "the loss"),
+    "u": ("--u-col", "unique tokens U (law data_constrained)"),
+    "x": ("--x-col", "the one variable x of a one-variable law or trend"),
+    "y": ("--y-col", "the downstream metric (an error rate or accuracy)"),
+}
+
+
+def add_source(p, what: str = "one row per run", dataset: bool = True) -> None:
+    """The runs: a CSV file, or ``--dataset NAME`` (a registered dataset), exactly one of them."""
+    if not dataset:
+        p.add_argument("csv", help=f"a CSV file with {what}")
+        return
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("csv", nargs="?", help=f"a CSV file with {what}")
+    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+
+
+def add_columns(p, *roles: str, default: str = "the dataset's role, else the usual name", detail=None) -> None:
+    """``--n-col`` ... for each role: the column holding it (default None: the dataset's role, else the usual
+    name). D and C are alternatives (a mutually exclusive pair). ``detail``: role -> a command's extra words."""
+    detail = detail or {}
+    exclusive = p.add_mutually_exclusive_group() if {"d", "c"} <= set(roles) else None
+    for role in roles:
+        flag, meaning = COLUMN_HELP[role]
+        target = exclusive if exclusive is not None and role in ("d", "c") else p
+        extra = f"; {detail[role]}" if role in detail else ""
+        target.add_argument(flag, metavar="COL", default=None, help=f"{meaning}{extra} (default: {default})")
+
+
+def add_where(p) -> None:
+    p.add_argument("--where", action="append", default=None, metavar="COND",
+                   help="use only rows matching COND, written COL OP VALUE with OP one of == != < <= > >= ~ "
+                        "(~: contains), e.g. 'dataset==rpj'; repeat to require several")
+
+
+def add_resampling(p, default: int, what: str, by: bool = False) -> None:
+    """``--bootstrap K`` (the resamples behind the intervals; ``what``: what this command resamples),
+    ``--seed``, ``--level`` and, with ``by``, ``--bootstrap-by COL``."""
+    p.add_argument("--bootstrap", type=int, default=default, metavar="K",
+                   help=f"resamples behind the intervals: {what} (default {default})")
+    if by:
+        p.add_argument("--bootstrap-by", metavar="COL",
+                       help="resample whole groups of rows named by COL (e.g. a model id) instead of rows: when "
+                            "one model gives several rows (checkpoints, cooldowns, eval sets) the model is the "
+                            "independent unit and row resampling makes the intervals too narrow")
+    p.add_argument("--seed", type=int, default=0, help="the resampling's seed (default 0)")
+    p.add_argument("--level", type=float, default=LEVEL, metavar="L", help=f"interval level (default {LEVEL:g})")
+
+
+def add_delta(p) -> None:
+    p.add_argument("--delta", type=float, default=None, metavar="DELTA",
+                   help="the Huber threshold on log residuals (default 1e-3, Hoffmann et al.'s); smaller is closer "
+                        "to least absolute deviations, larger to least squares")
+
+
+def add_json(p, what: str = "print one JSON object") -> None:
+    p.add_argument("--json", action="store_true", help=what)
