@@ -196,3 +196,18 @@ def test_developing_md_maps_every_module():
         if short not in mapped:
             missing.append(short)
     assert missing == []
+
+
+def test_every_to_dict_goes_through_to_jsonable():
+    # A result's dict is printed as JSON and written into summary.json: NaN and numpy values must become JSON
+    # (to_jsonable), which one helper does, so every to_dict() calls it.
+    import ast
+
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        src = path.read_text()
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.FunctionDef) and node.name == "to_dict" \
+                    and "to_jsonable" not in ast.get_source_segment(src, node):
+                bad.append(f"{path.relative_to(PKG)}:{node.lineno}")
+    assert not bad, f"to_dict() not through to_jsonable: {bad}"

@@ -110,3 +110,17 @@ def test_compare_design_and_predict_read_datasets_and_select_rows():
     assert "--group-by" not in flags or "compare-laws" not in flags["--group-by"]
     assert "--leave-out-by" in {s for a in _subparsers(cli.build_parser())["compare-laws"]._actions
                                 for s in a.option_strings}
+
+
+def test_every_cli_function_is_short():
+    # The CLI parses flags, calls one library function and prints: a command's function longer than about 40
+    # lines is doing the library's work.
+    import ast
+    from pathlib import Path
+
+    long = []
+    for path in sorted(Path(cli.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 45:
+                long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, f"CLI functions over 45 lines: {long}"

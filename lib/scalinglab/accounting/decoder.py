@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass
 
 from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
 
 MLP_KINDS = ("gelu", "swiglu")
 
@@ -83,7 +84,7 @@ class ParamCounts:
     kaplan_approx: int      # 12·depth·width², Kaplan's shorthand for non_embedding
 
     def to_dict(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return to_jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class FlopsPerToken:
     with_attention: int
 
     def to_dict(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return to_jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
 def _check(**sizes: int) -> None:

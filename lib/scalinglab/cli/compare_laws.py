@@ -67,38 +67,20 @@ def _parse_at(text: str | None) -> dict[str, float] | None:
 def _run(args) -> int:
     import sys
 
-    from scalinglab.cli.fit import _source
-    from scalinglab.cli.laws import law_columns
-    from scalinglab.cli.tables import check_delta, check_level, named_row
+    from scalinglab.cli.tables import check_delta, named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import laws as Lw
     from scalinglab.fitting.laws.compare import compare
+    from scalinglab.runs import load_runs
     from scalinglab.serialization import dumps
 
     laws = [Lw.get(name) for name in args.law]
-    if len(laws) < 2:
-        raise UserError("--law: give at least two laws to compare")
-    check_level(args.level)
-    if args.bootstrap < 0:
-        raise UserError(f"--bootstrap {args.bootstrap}: must be 0 or more")
-    if args.train_frac and not 0 < args.train_frac < 1:
-        raise UserError(f"--train-frac {args.train_frac:g}: must lie strictly between 0 and 1")
+    _check(args, laws)
     at = _parse_at(args.at)
-    table, roles, label = _source(args)
-    # One set of columns for all: each law reads its own roles from it, and refuses flags none of them use.
-    cols = None
-    unused = {}
-    for law in laws:
-        try:
-            cols = law_columns(args, law, roles)
-            break
-        except UserError as exc:
-            unused[law.name] = exc
-    if cols is None:
-        raise next(iter(unused.values()))
+    runs = load_runs(args.csv, dataset=args.dataset)
+    table, label = runs.table, runs.label
     try:
-        for law in laws:  # every law must find its columns
-            law_columns(_Lenient(args, law), law, roles)
+        cols = _columns(args, laws, runs.roles)
         res = compare(laws, table, cols, select=args.where, holdout=args.holdout, order_by=args.order_by,
                       train_frac=args.train_frac, group_by=args.leave_out_by, logo=not args.no_logo,
                       paired_by=args.paired_by, target=at,
@@ -118,6 +100,39 @@ def _run(args) -> int:
         print(f"WARNING: --at lies outside the runs ({where} their range): each law's value there extrapolates its "
               "form, which the runs cannot check")
     return 0
+
+
+def _check(args, laws) -> None:
+    from scalinglab.cli.tables import check_level
+    from scalinglab.errors import UserError
+
+    if len(laws) < 2:
+        raise UserError("--law: give at least two laws to compare")
+    check_level(args.level)
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap {args.bootstrap}: must be 0 or more")
+    if args.train_frac and not 0 < args.train_frac < 1:
+        raise UserError(f"--train-frac {args.train_frac:g}: must lie strictly between 0 and 1")
+
+
+def _columns(args, laws, roles):
+    """One set of columns for all the laws: each reads its own roles from it, and a flag none of them uses is
+    refused; every law must find its columns."""
+    from scalinglab.cli.laws import law_columns
+    from scalinglab.errors import UserError
+
+    cols, unused = None, {}
+    for law in laws:
+        try:
+            cols = law_columns(args, law, roles)
+            break
+        except UserError as exc:
+            unused[law.name] = exc
+    if cols is None:
+        raise next(iter(unused.values()))
+    for law in laws:
+        law_columns(_Lenient(args, law), law, roles)
+    return cols
 
 
 def _beyond_runs(at: dict[str, float], cols, table) -> dict[str, float]:

@@ -116,10 +116,11 @@ def _check_columns(df, cols: dict, args, label: str) -> dict:
 
 def _run(args) -> int:
     import sys
+    from dataclasses import replace
 
     from scalinglab.errors import UserError
     from scalinglab.fitting import envelope
-    from scalinglab.fitting.analysis import EnvelopeAnalysis, EnvelopeGroup, group_text
+    from scalinglab.fitting.analysis import envelope_analysis
     from scalinglab.serialization import dumps
 
     check_resampling(args)
@@ -136,24 +137,8 @@ def _run(args) -> int:
     options = envelope.EnvelopeOptions(method=args.method, drop_edges=not args.keep_edges, n_boot=args.bootstrap,
                                        level=args.level, seed=args.seed)
 
-    # Every group's table is checked before any bootstrap runs, so that a bad value in the
-    # last group does not cost the time of the first groups' fits.
-    tables = []
-    for labels, g in split_groups(df, group_by):
-        try:
-            curves = envelope.curves_table(g, cols["run"], cols["n"], cols["loss"], flops_col=cols["flops"],
-                                           tokens_col=cols["tokens"])
-        except UserError as exc:
-            where = label + (f" [{group_text(labels)}]" if labels else "")
-            raise UserError(f"{where}: {exc}") from None
-        tables.append((labels, curves))
-    # curves_table's output has fit_envelope's default column names, and taking it again is
-    # the identity, so this is fit_envelope on the table as read.
-    results = [EnvelopeGroup.from_fit(labels, curves, envelope.fit_envelope(curves, options))
-               for labels, curves in tables]
-    analysis = EnvelopeAnalysis(source=label, columns=cols, method=args.method, keep_edges=args.keep_edges,
-                                bootstrap=args.bootstrap, seed=args.seed, level=args.level, where=args.where or [],
-                                group_by=group_by, groups=results)
+    analysis = envelope_analysis(split_groups(df, group_by), label, cols, options)
+    analysis = replace(analysis, keep_edges=args.keep_edges, where=args.where or [], group_by=group_by)
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no fit, no interval) -> null
     sys.stdout.flush()
     return 0

@@ -79,10 +79,10 @@ def _source(args):
 
 def _run(args) -> int:
     import sys
+    from dataclasses import replace
 
     from scalinglab.errors import UserError
-    from scalinglab.fitting import isoflop
-    from scalinglab.fitting.analysis import IsoflopAnalysis, IsoflopGroup, group_text
+    from scalinglab.fitting.analysis import isoflop_analysis
     from scalinglab.serialization import dumps
 
     check_resampling(args)
@@ -100,74 +100,14 @@ def _run(args) -> int:
     # flagged is still listed, with nothing to fit.
     groups = [(labels, g[~flagged[g.index]], int(flagged[g.index].sum())) for labels, g in split_groups(df, group_by)]
 
-    def named(exc: UserError, labels: dict) -> UserError:
-        where = label + (f" [{group_text(labels)}]" if labels else "")
-        return UserError(f"{where}: {exc}")
-
-    # A first pass without the bootstrap is cheap and checks every value; a table
-    # in which no budget has MIN_POINTS sizes almost always means --budget-col is a
-    # per-run compute (e.g. 6ND) rather than the nominal budget, so say that
-    # instead of letting the bootstrap complain about its noise.
-    opt_kw = dict(n_col=cols["n"], c_col=cols["c"], loss_col=cols["loss"], method=args.method,
-                  min_points=MIN_POINTS)
-    most = {}  # group number -> the most sizes any of its budgets has
-    for i, (labels, g, _) in enumerate(groups):
-        if g.empty:
-            continue
-        try:
-            most[i] = int(isoflop.budget_optima(g, **opt_kw)["n_points"].max())
-        except UserError as exc:
-            raise named(exc, labels) from None
-    if max(most.values()) < MIN_POINTS:
-        raise UserError(f"{label}: no budget in column {cols['c']!r} has {MIN_POINTS} or more sizes "
-                        f"(at most {max(most.values())}); --budget-col must be the nominal budget that the runs "
-                        "of one isoFLOP curve share")
-
-    results = []
-    for i, (labels, g, n_flagged) in enumerate(groups):
-        if g.empty:
-            results.append(IsoflopGroup.all_flagged(labels, n_flagged))
-            continue
-        if args.bootstrap and args.noise is None and most[i] <= MIN_POINTS:
-            # budget_optima's default noise is the residual sd of per-budget parabolas,
-            # which a budget of 3 sizes (a parabola's 3 coefficients) cannot give.
-            raise named(UserError(f"no budget has more than {MIN_POINTS} sizes to estimate the bootstrap's "
-                                  "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
-                        labels)
-        optima = isoflop.budget_optima(g, **opt_kw, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
-                                       level=args.level, progress=sys.stderr.isatty())
-        if args.bootstrap and args.noise is None:
-            _warn_misfit(g, cols, labels, isoflop)
-        fit = isoflop.fit_exponent(optima, weighted=True, level=args.level)
-        results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
-
-    analysis = IsoflopAnalysis(
-        source=label, columns=cols, method=args.method, bootstrap=args.bootstrap, seed=args.seed, level=args.level,
-        noise=args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap else None),
-        where=args.where or [], drop_flagged=args.drop_flagged, group_by=group_by, groups=results)
+    noise = args.noise if args.noise is not None else ("pooled parabola residual sd" if args.bootstrap else None)
+    analysis, warnings = isoflop_analysis(
+        groups, label, cols, method=args.method, n_boot=args.bootstrap, seed=args.seed, noise=args.noise,
+        level=args.level, min_points=MIN_POINTS, progress=sys.stderr.isatty())
+    for text in warnings:
+        print(text, file=sys.stderr)
+    analysis = replace(analysis, noise=noise, where=args.where or [], drop_flagged=args.drop_flagged,
+                       group_by=group_by)
     print(dumps(analysis.to_dict()) if args.json else analysis.summary())  # NaN (no interval) -> null
     sys.stdout.flush()
     return 0
-
-
-def _warn_misfit(g, cols, labels, isoflop) -> None:
-    """Say so on stderr when the default bootstrap noise (one parabola's residual per budget) is
-    mostly the parabola's misfit, not noise: then the parabola's vertex is biased by the curve's asymmetry,
-    the interval does not include that bias, and the bootstrap medians move by noise the data do not have."""
-    import sys
-
-    from scalinglab.errors import UserError
-    from scalinglab.fitting.analysis import group_text
-
-    try:
-        whole = isoflop._pooled_parabola_sd(isoflop._budgets(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
-                                            cols["n"])
-    except UserError:  # no budget with more than 3 sizes: the bootstrap already refused
-        return
-    local = isoflop.local_parabola_sd(g, cols["n"], cols["c"], cols["loss"])
-    if local < isoflop.MISFIT_RATIO * whole:
-        where = f" [{group_text(labels)}]" if labels else ""
-        print(f"warning{where}: the bootstrap's default noise ({whole:.3g}, the per-budget parabola residual) is "
-              f"mostly the parabola's misfit (residual of 5-size quadratics: {local:.3g}); the parabola's optima "
-              "are then biased by the curve's asymmetry, which the intervals do not include. Give --noise SD (the "
-              "seed-to-seed sd), narrow the sizes, or fit the law (scalinglab fit)", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""`scalinglab fit --law NAME` for the registry's laws other than Chinchilla, and what compare-laws shares.
+"""The column and parameter flags of `scalinglab fit --law NAME` and `compare-laws`, per law.
 
 Which flags make sense depends on the law: its inputs (N and D or C, unique
 tokens U, one variable x, the loss as input) and its target (the loss or a
@@ -88,85 +88,9 @@ def refuse_fit_flags(args, law) -> None:
                         "(--law gadre is the tied form; --fix holds a parameter)")
     if args.drop_highest and law.target != "loss":
         raise UserError(f"--drop-highest drops the highest losses; law {law.name} predicts a downstream metric")
-
-
-def run_fit(args, source, read_table) -> int:
-    """`scalinglab fit --law NAME` for a registry law; ``source(args)`` gives (table, roles, label),
-    ``read_table(path)`` the table of --predict."""
-    import sys
-
-    import numpy as np
-
-    from scalinglab.cli.tables import check_delta, check_level, check_resampling, named_row, no_rows, predict_from
-    from scalinglab.errors import UserError
-    from scalinglab.fitting import holdout as H
-    from scalinglab.fitting import laws as Lw
-    from scalinglab.fitting.laws.table import predict_rows
-    from scalinglab.serialization import dumps
-
-    law = Lw.get(args.law)
-    if law.name == "chinchilla":  # reached only with a flag Chinchilla's fit has no use for
-        for flag, value in (("--u-col", args.u_col), ("--x-col", args.x_col), ("--y-col", args.y_col)):
-            if value:
-                raise UserError(f"{flag} {value}: law chinchilla does not use it ({_needs(law)})")
-    refuse_fit_flags(args, law)
-    fixed = parse_fix(args.fix, law)
-    check_resampling(args)
-    check_level(args.level)
-    if args.bootstrap_by and not args.bootstrap:
-        raise UserError(f"--bootstrap-by {args.bootstrap_by} needs --bootstrap K (how many resamples)")
-    if args.plot:
-        from scalinglab.fitting.plot import check_plot_path
-
-        check_plot_path(args.plot)   # before the fit: a bad path fails fast
-    table, roles, label = source(args)
-    cols = law_columns(args, law, roles)
-    progress = args.bootstrap > 0 and sys.stderr.isatty()
-    boot = dict(n_boot=args.bootstrap, seed=args.seed, level=args.level, groups=args.bootstrap_by)
-    predictions, what = None, None
-    try:
-        Lw.base.check_fixed(law, fixed)
-        keep = H.where(table, args.where)
-        if not keep.any():
-            raise UserError(no_rows(args.where))
-        held = H.any_of(table, args.holdout) & keep if args.holdout else np.zeros_like(keep)
-        if args.holdout and not held.any():
-            raise UserError(f"{' or '.join(map(repr, args.holdout))} holds out none of the selected rows")
-        res = Lw.fit_table(law, table, cols, keep & ~held, fixed=fixed, drop_highest=args.drop_highest,
-                           delta=check_delta(args.delta), progress=progress, **boot)
-        if args.holdout:
-            predictions = predict_rows(res, table, np.flatnonzero(held), cols)
-            what = f"held out ({' or '.join(args.holdout)})"
-    except UserError as exc:
-        raise UserError(f"{label}: {named_row(exc, table)}") from None
-    if args.predict:
-        predictions = predict_from(args.predict, args.where, read_table,
-                                   lambda other, rows: predict_rows(res, other, rows, cols))
-        what = f"predicted from {args.predict}"
-    if args.plot:
-        from scalinglab.fitting.approach3 import keep_below_highest
-        from scalinglab.fitting.plot import law_figure, save_figure
-
-        fitted = predict_rows(res, table, np.flatnonzero(keep & ~held), cols)
-        if args.drop_highest:   # the rows the fit dropped are not "fitted runs"
-            kept = keep_below_highest(fitted.actual, args.drop_highest)
-            fitted = predict_rows(res, table, fitted.rows[kept], cols)
-        save_figure(args.plot, law_figure(fitted, predictions, others_label=what or "", target=law.target,
-                                          title=f"{label}: law {law.name}"))
-    if args.json:
-        out = {"source": label, "n_dropped": args.drop_highest, **res.to_dict()}
-        if args.where:
-            out["where"] = list(args.where)
-        if predictions is not None:
-            out["holdout" if args.holdout else "predict"] = predictions.to_dict()
-        if args.plot:
-            out["plot"] = args.plot
-        print(dumps(out))
-    else:
-        print(res.summary(label, args.drop_highest))
-        if predictions is not None:
-            print()
-            print(predictions.summary(what, res.n_rows))
-        if args.plot:
-            print(f"\nplot written to {args.plot}")
-    return 0
+    if args.save:
+        raise UserError(f"--save: a saved fit holds Chinchilla's form; law {law.name} cannot be saved (its JSON, "
+                        "--json, holds the fit)")
+    if args.solver != "grid":
+        raise UserError(f"--solver {args.solver}: the solver's start is Chinchilla's; law {law.name} is fitted by "
+                        "the registry's engine from its own grid")

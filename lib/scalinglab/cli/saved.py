@@ -45,9 +45,9 @@ def _load(path: str):
 
 
 def _allocate(args) -> int:
-    from scalinglab.cli.fit import UNUSABLE, allocations_or_problem
     from scalinglab.fitting import forecast
     from scalinglab.fitting.allocation import check_budgets
+    from scalinglab.fitting.workflow import UNUSABLE, allocations_or_problem
     from scalinglab.serialization import dumps
 
     check_budgets(args.compute)
@@ -72,8 +72,8 @@ def _predict(args) -> int:
     from scalinglab.cli.tables import check_level, named_row, no_rows
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
-    from scalinglab.fitting import forecast
     from scalinglab.fitting import holdout as H
+    from scalinglab.fitting.saved_predictions import predict_table
     from scalinglab.runs import load_runs
     from scalinglab.serialization import dumps
 
@@ -89,7 +89,7 @@ def _predict(args) -> int:
         rows = H.where(runs.table, args.where)
         if not rows.any():
             raise UserError(no_rows(args.where))
-        out = forecast.predict_table(s, runs.table, rows, cols, args.level, loss_given=bool(args.loss_col))
+        out = predict_table(s, runs.table, rows, cols, args.level, loss_given=bool(args.loss_col))
     except UserError as exc:
         raise UserError(f"{runs.label}: {named_row(exc, runs.table)}") from None
     if args.out:

@@ -44,7 +44,10 @@ def register(sub) -> None:
                    help="when done, write the finished models there: float16 weights, the tokenizer and a "
                         "manifest with sha256 (small enough to commit; read by inverse-eval)")
     p.set_defaults(func=_sweep)
+    _register_reports(sub)
 
+
+def _register_reports(sub) -> None:
     r = sub.add_parser("sweep-report", help="planned and finished runs and the compute-optimal exponent of a sweep")
     r.add_argument("--db", required=True, help="the sweep's SQLite results database")
     r.add_argument("--json", action="store_true", help="print one JSON object")

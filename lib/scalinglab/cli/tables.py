@@ -29,20 +29,6 @@ def check_resampling(args) -> None:
         check_level_supported(args.bootstrap, level)
 
 
-def check_groups(labels, flag_value: str) -> None:
-    """--bootstrap-by over enough groups for an interval: k groups give only C(2k-1, k) distinct resamples (10
-    for 3), whose "95% interval" is a few refits repeated."""
-    import numpy as np
-
-    from scalinglab.errors import UserError
-    from scalinglab.fitting.options import MIN_GROUPS
-
-    k = len(np.unique(np.asarray(labels)))
-    if k < MIN_GROUPS:
-        raise UserError(f"--bootstrap-by {flag_value}: the runs fall in {k} groups; a cluster bootstrap needs at "
-                        f"least {MIN_GROUPS} to give an interval")
-
-
 def check_level_supported(n_boot: int, level: float) -> None:
     """A percentile interval at ``level`` from ``n_boot`` resamples that is more than the extreme replicates
     (20 resamples printed a "100% interval" for --level 0.999999)."""

@@ -52,23 +52,13 @@ def register(sub) -> None:
 def _source(args):
     """(table, column roles, label): the CSV read by pandas, or a registered dataset."""
 
-    import pandas as pd
-
-    from scalinglab.errors import UserError
-
     if args.dataset:
         from scalinglab import data
 
         return data.load(args.dataset), data.get(args.dataset).roles, args.dataset
-    from scalinglab.files import regular_file
-    from scalinglab.runs import with_file_lines
+    from scalinglab.runs import read_frame
 
-    path = regular_file(args.csv)
-
-    try:
-        return with_file_lines(pd.read_csv(path, skip_blank_lines=False)), {}, str(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    return read_frame(args.csv), {}, args.csv
 
 
 def _trend(args) -> int:

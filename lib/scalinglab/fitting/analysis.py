@@ -124,6 +124,79 @@ class IsoflopAnalysis:
 # --- Approach 1 -------------------------------------------------------------------------------------
 
 
+def isoflop_analysis(groups, label: str, cols: dict[str, str], *, method: str, n_boot: int, seed: int,
+                     noise: float | None, level: float, min_points: int = 3,
+                     progress: bool = False) -> tuple[IsoflopAnalysis, list[str]]:
+    """Approach 2 on each group of runs (``groups``: (labels, rows, rows flagged and dropped)), as
+    `scalinglab isoflop` reports it, and the warnings it has for stderr (a default noise that is mostly the
+    parabola's misfit)."""
+    from scalinglab.errors import UserError
+    from scalinglab.fitting import isoflop
+
+    def named(exc: UserError, labels: dict) -> UserError:
+        where = label + (f" [{group_text(labels)}]" if labels else "")
+        return UserError(f"{where}: {exc}")
+
+    # A first pass without the bootstrap is cheap and checks every value; a table in which no budget has
+    # ``min_points`` sizes almost always means the budget column is a per-run compute (e.g. 6ND) rather than the
+    # nominal budget, so say that instead of letting the bootstrap complain about its noise.
+    opt_kw = dict(n_col=cols["n"], c_col=cols["c"], loss_col=cols["loss"], method=method, min_points=min_points)
+    most = {}  # group number -> the most sizes any of its budgets has
+    for i, (labels, g, _) in enumerate(groups):
+        if g.empty:
+            continue
+        try:
+            most[i] = int(isoflop.budget_optima(g, **opt_kw)["n_points"].max())
+        except UserError as exc:
+            raise named(exc, labels) from None
+    if max(most.values()) < min_points:
+        raise UserError(f"{label}: no budget in column {cols['c']!r} has {min_points} or more sizes "
+                        f"(at most {max(most.values())}); --budget-col must be the nominal budget that the runs "
+                        "of one isoFLOP curve share")
+    results, warnings = [], []
+    for i, (labels, g, n_flagged) in enumerate(groups):
+        if g.empty:
+            results.append(IsoflopGroup.all_flagged(labels, n_flagged))
+            continue
+        if n_boot and noise is None and most[i] <= min_points:
+            # budget_optima's default noise is the residual sd of per-budget parabolas,
+            # which a budget of 3 sizes (a parabola's 3 coefficients) cannot give.
+            raise named(UserError(f"no budget has more than {min_points} sizes to estimate the bootstrap's "
+                                  "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
+                        labels)
+        optima = isoflop.budget_optima(g, **opt_kw, n_boot=n_boot, seed=seed, noise=noise, level=level,
+                                       progress=progress)
+        if n_boot and noise is None:
+            warnings += _misfit_warning(g, cols, labels)
+        fit = isoflop.fit_exponent(optima, weighted=True, level=level)
+        results.append(IsoflopGroup.from_fit(labels, len(g), n_flagged, optima, fit))
+    analysis = IsoflopAnalysis(source=label, columns=cols, method=method, bootstrap=n_boot, seed=seed, level=level,
+                               noise=noise, where=[], drop_flagged=[], group_by=[], groups=results)
+    return analysis, warnings
+
+
+def _misfit_warning(g, cols, labels) -> list[str]:
+    """A warning when the bootstrap's default noise (one parabola's residual per budget) is mostly the
+    parabola's misfit, not noise: then the parabola's vertex is biased by the curve's asymmetry, the interval
+    does not include that bias, and the bootstrap medians move by noise the data do not have."""
+    from scalinglab.errors import UserError
+    from scalinglab.fitting import isoflop
+
+    try:
+        whole = isoflop._pooled_parabola_sd(isoflop._budgets(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
+                                            cols["n"])
+    except UserError:  # no budget with more than 3 sizes: the bootstrap already refused
+        return []
+    local = isoflop.local_parabola_sd(g, cols["n"], cols["c"], cols["loss"])
+    if local >= isoflop.MISFIT_RATIO * whole:
+        return []
+    where = f" [{group_text(labels)}]" if labels else ""
+    return [f"warning{where}: the bootstrap's default noise ({whole:.3g}, the per-budget parabola residual) is "
+            f"mostly the parabola's misfit (residual of 5-size quadratics: {local:.3g}); the parabola's optima are "
+            "then biased by the curve's asymmetry, which the intervals do not include. Give --noise SD (the "
+            "seed-to-seed sd), narrow the sizes, or fit the law (scalinglab fit)"]
+
+
 def _segments(points) -> list[dict]:
     """Stretches of C over which one run holds the envelope, from low C to high."""
     import numpy as np
@@ -238,3 +311,28 @@ class EnvelopeAnalysis:
         for g in self.groups:
             lines += ["", g.summary(self.keep_edges, self.bootstrap, self.level, derived)]
         return "\n".join(lines)
+
+
+def envelope_analysis(groups, label: str, cols: dict[str, str], options) -> EnvelopeAnalysis:
+    """Approach 1 on each group of training curves (``groups``: (labels, rows)), as `scalinglab envelope`
+    reports it. Every group's table is checked before any bootstrap runs, so that a bad value in the last group
+    does not cost the time of the first groups' fits."""
+    from scalinglab.errors import UserError
+    from scalinglab.fitting import envelope
+
+    tables = []
+    for labels, g in groups:
+        try:
+            curves = envelope.curves_table(g, cols["run"], cols["n"], cols["loss"], flops_col=cols["flops"],
+                                           tokens_col=cols["tokens"])
+        except UserError as exc:
+            where = label + (f" [{group_text(labels)}]" if labels else "")
+            raise UserError(f"{where}: {exc}") from None
+        tables.append((labels, curves))
+    # curves_table's output has fit_envelope's default column names, and taking it again is the identity, so
+    # this is fit_envelope on the table as read.
+    results = [EnvelopeGroup.from_fit(labels, curves, envelope.fit_envelope(curves, options))
+               for labels, curves in tables]
+    return EnvelopeAnalysis(source=label, columns=cols, method=options.method, keep_edges=not options.drop_edges,
+                            bootstrap=options.n_boot, seed=options.seed, level=options.level, where=[], group_by=[],
+                            groups=results)

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from scalinglab.serialization import to_jsonable
+
 AXES = ("N", "D", "C")
 
 
@@ -67,8 +69,8 @@ class Domain:
                  "outside": bool(d["outside"][i])} for i in range(len(d["outside"]))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"log10_min": dict(zip(AXES, self.lo)), "log10_max": dict(zip(AXES, self.hi)),
-                "mahalanobis_threshold": self.threshold}
+        return to_jsonable({"log10_min": dict(zip(AXES, self.lo)), "log10_max": dict(zip(AXES, self.hi)),
+                "mahalanobis_threshold": self.threshold})
 
 
 def _logs(N, D) -> np.ndarray:

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.serialization import to_jsonable
 
 ESTIMATORS = ("parabola", "spline", "approach3", "varpro")
 # Hoffmann's exponent sum α + β = 0.62 and coefficients; a = β/(α+β) is varied by splitting the sum.
@@ -82,7 +83,7 @@ class Design:
         return out
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return to_jsonable(asdict(self))
 
 
 def simulate(law: ScalingLaw, grid: Grid, noise: float, reps: int, rng: np.random.Generator):

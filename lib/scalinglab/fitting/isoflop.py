@@ -123,9 +123,8 @@ class SeedNoise:
         return np.sqrt(self.floor**2 + (self.slope * (loss - loss.min())) ** 2)
 
     def to_dict(self) -> dict:
-        def num(x):
-            return float(x) if np.isfinite(x) else None
-        return dict(sd=num(self.sd), dof=self.dof, cells=self.cells, floor=num(self.floor), slope=num(self.slope))
+        return to_jsonable(dict(sd=float(self.sd), dof=self.dof, cells=self.cells, floor=float(self.floor),
+                                slope=float(self.slope)))
 
 
 # Fewer replicated cells than this and the two-parameter noise model is not fitted (the pooled sd is used).
@@ -595,7 +594,7 @@ class ExponentDifference:
                    df=None if not np.isfinite(self.df) else self.df, level=self.level)
         if self.method == "welch_t" and np.isfinite(self.ci_min_df[0]):
             out["ci_min_df"] = [float(v) for v in self.ci_min_df]
-        return out
+        return to_jsonable(out)
 
     def summary(self) -> str:
         """One line: the difference and its interval, and how it was found."""

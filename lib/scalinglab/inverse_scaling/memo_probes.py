@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from scalinglab.errors import DataError, UserError
+from scalinglab.serialization import to_jsonable
 
 TEMPLATE = 'Write a phrase that ends in the word "{x}": {prefix}'
 # A boundary: anything but a word character, space, tab or apostrophe; digits and underscores; an apostrophe
@@ -244,7 +245,7 @@ class ProbeSet:
                 fh.write(json.dumps(it, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def to_dict(self) -> dict:
-        return dict(options=asdict(self.options), stats=self.stats, bin_sizes=self.bin_sizes())
+        return to_jsonable(dict(options=asdict(self.options), stats=self.stats, bin_sizes=self.bin_sizes()))
 
 
 def _commonest_spelling(tokens: Tokens, lower: np.ndarray, n: int) -> dict[int, int]:

@@ -44,6 +44,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
+from scalinglab.serialization import to_jsonable
 
 PARAMS = ("E", "A", "B", "alpha")
 N_PARAMS = len(PARAMS)
@@ -148,9 +149,9 @@ class OvertrainingFit(OvertrainingLaw):
     options: OvertrainingOptions = field(default_factory=OvertrainingOptions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.params, "paper": self.paper_params(), "a": float(self.a), "status": self.status,
-                "unphysical": list(self.unphysical), "n_rows": self.n_rows, "sse": float(self.sse),
-                "n_starts": self.n_starts, "n_failed_starts": self.n_failed_starts}
+        return to_jsonable({**self.params, "paper": self.paper_params(), "a": float(self.a), "status": self.status,
+                            "unphysical": list(self.unphysical), "n_rows": self.n_rows, "sse": float(self.sse),
+                            "n_starts": self.n_starts, "n_failed_starts": self.n_failed_starts})
 
 
 def _their_form(x, k_N, k_D, p, E):

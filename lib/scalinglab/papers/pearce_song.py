@@ -45,6 +45,7 @@ from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.approach3 import NATURAL_FLOOR, natural_floor_shares
 from scalinglab.fitting.block_bootstrap import detectable
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.serialization import to_jsonable
 
 # Kaplan's sweep: "768 to 1.5 billion non-embedding parameters", and budgets
 # from 10^12.95 FLOP to 10^20.7 in non-embedding compute (Pearce & Song §4);
@@ -128,11 +129,11 @@ class CountingShift:
         return float(np.mean(self.shift_draws < self.shift)) if len(self.shift_draws) else np.nan
 
     def to_dict(self) -> dict:
-        return {"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
+        return to_jsonable({"a total": self.total, "total lo": self.total_ci[0], "total hi": self.total_ci[1],
                 "a Kaplan": self.kaplan, "Kaplan lo": self.kaplan_ci[0], "Kaplan hi": self.kaplan_ci[1],
                 "shift": self.shift, "shift lo": self.shift_ci[0], "shift hi": self.shift_ci[1],
                 "paired": self.n_paired, "share first": self.embedding_share[0],
-                "share last": self.embedding_share[1], "status": self.status}
+                "share last": self.embedding_share[1], "status": self.status})
 
 
 def _paired(x: np.ndarray, x_draw: np.ndarray, y: np.ndarray, y_draw: np.ndarray,
@@ -276,7 +277,7 @@ class ShiftDifference:
     level: float = 0.95
 
     def to_dict(self) -> dict:
-        return {"difference": self.difference, "lo": self.ci[0], "hi": self.ci[1], "paired": self.n_paired}
+        return to_jsonable({"difference": self.difference, "lo": self.ci[0], "hi": self.ci[1], "paired": self.n_paired})
 
 
 def shift_difference(first: CountingShift, second: CountingShift) -> ShiftDifference:

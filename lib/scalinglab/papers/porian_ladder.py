@@ -27,6 +27,7 @@ from scalinglab.accounting.decoder import step_at
 from scalinglab.errors import UserError
 from scalinglab.files import sweep_database
 from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
+from scalinglab.serialization import to_jsonable
 
 # step, database (preset), Porian et al.'s step (papers.porian.STEPS), what changes
 STEPS = (
@@ -106,11 +107,11 @@ class LadderStep:
         return self.fit is not None and bool(np.isfinite(self.fit.a))
 
     def to_dict(self) -> dict:
-        return dict(step=self.step, preset=self.preset, porian_step=self.porian_step, change=self.change,
+        return to_jsonable(dict(step=self.step, preset=self.preset, porian_step=self.porian_step, change=self.change,
                     a=None if self.fit is None else self.fit.to_dict(), dropped=self.dropped,
                     n_points=self.n_points, seeds=self.seeds, seeds_max=self.seeds_max, reason=self.reason,
                     delta=None if self.delta is None else dict(d=self.delta, ci=list(self.delta_ci),
-                                                               paired=self.paired))
+                                                               paired=self.paired)))
 
 
 def _ci(ci, sign: bool = False) -> str:
@@ -169,8 +170,8 @@ class LadderReport:
             d["porian"] = {ds: dict(a=float(a[ds, s.porian_step]), delta=self.porian_delta(ds, s.porian_step))
                            for ds in ("rw", "owt2")}
             out.append(d)
-        return dict(steps=out, total=self.total(), largest_shift=self.largest_shift(), level=self.level,
-                    rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES))
+        return to_jsonable(dict(steps=out, total=self.total(), largest_shift=self.largest_shift(), level=self.level,
+                    rule=dict(uniform_share=UNIFORM_SHARE, min_sizes=MIN_SIZES)))
 
     def table(self) -> pd.DataFrame:
         """One row per step, as text: a and Δa with their intervals, Porian et al.'s a (Δa) per dataset,

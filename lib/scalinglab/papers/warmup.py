@@ -46,6 +46,7 @@ import pandas as pd
 
 from scalinglab.accounting.conventions import OPENLM_SEQ_LEN, openlm_params
 from scalinglab.errors import DataError, UserError
+from scalinglab.serialization import to_jsonable
 
 # Kaplan et al. 2020 (Section 2): 3000 warmup steps of 512 sequences × 1024 tokens; Porian et al.'s "long" warmup.
 KAPLAN_WARMUP_TOKENS = 3000 * 2**19
@@ -196,10 +197,11 @@ class PenaltyFit:
         return lo, hi
 
     def to_dict(self) -> dict:
-        return {"warmup": self.warmup, "x": self.x, "form": self.form, "weight": self.weight, "knot": self.knot,
+        return to_jsonable({
+                "warmup": self.warmup, "x": self.x, "form": self.form, "weight": self.weight, "knot": self.knot,
                 "knot_ci": list(self.knot_ci), "slope": self.slope, "slope_ci": list(self.slope_ci),
                 "rmse": self.rmse, "n_rows": self.n_rows, "n_groups": self.n_groups, "x_range": list(self.x_range),
-                "level": self.level, "n_boot": self.n_boot, "status": self.status}
+                "level": self.level, "n_boot": self.n_boot, "status": self.status})
 
 
 def _onset_best(knots: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, power: int = 1):
