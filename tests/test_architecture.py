@@ -211,3 +211,16 @@ def test_every_to_dict_goes_through_to_jsonable():
                     and "to_jsonable" not in ast.get_source_segment(src, node):
                 bad.append(f"{path.relative_to(PKG)}:{node.lineno}")
     assert not bad, f"to_dict() not through to_jsonable: {bad}"
+
+
+def test_result_classes_print_and_save():
+    # The results people compare print (summary) and save (to_dict) the same way everywhere; these were the
+    # last without either.
+    from scalinglab.fitting.laws.compare import LawScore
+    from scalinglab.fitting.subsets import SubsetFits
+    from scalinglab.inverse_scaling.aggregate import FamilyTests
+    from scalinglab.papers.chinchilla_robustness import TwoModes
+    from scalinglab.papers.pearce_song import PearceSongResult
+
+    for cls in (SubsetFits, PearceSongResult, TwoModes, FamilyTests, LawScore):
+        assert callable(getattr(cls, "summary", None)) and callable(getattr(cls, "to_dict", None)), cls.__name__

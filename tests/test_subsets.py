@@ -47,6 +47,11 @@ def test_free_fits_are_refused_below_ten_runs_and_tied_ones_are_not():
     tied8 = summary["tied", 8]
     assert tied8["refused"] == 0 and tied8["n_opt_within_2x"] == 1.0
     assert tied8["n_opt_ratio_median"] == pytest.approx(1.0, rel=1e-5) and tied8["a_bias"] == 0.0
+    # The result prints and saves: refused fits counted, a tied fit's a at its 0.5.
+    d = fits.to_dict()
+    assert d["a"]["free"]["8"]["refused"] == 6 and d["a"]["free"]["8"]["fits"] == 0
+    assert d["a"]["tied"]["12"]["median"] == pytest.approx(0.5)
+    assert "6 refused" in fits.summary()
 
 
 def test_summary_measures_bias_against_the_reference():

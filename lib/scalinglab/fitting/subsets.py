@@ -43,6 +43,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.results import LawFit
+from scalinglab.serialization import to_jsonable
 
 
 def pool_indices(n: int, pool=None) -> np.ndarray:
@@ -98,6 +99,28 @@ class SubsetFits:
     boot_draws: int = 0
     boot_sizes: tuple[int, ...] = ()
     boot_level: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings, and per variant and size: fits made, refused, and the median and quartiles of a."""
+        table = {v: {str(n): self._cell(v, n) for n in self.sizes} for v in self.variants}
+        return to_jsonable({"sizes": self.sizes, "variants": self.variants, "n_draws": self.n_draws,
+                            "budget": self.budget, "seed": self.seed, "n_boot": self.n_boot,
+                            "boot_level": self.boot_level, "a": table})
+
+    def summary(self) -> str:
+        lines = [f"fits on random subsets: {self.n_draws} draws per size, N_opt at C = {self.budget:.3g}"]
+        for v in self.variants:
+            for n in self.sizes:
+                c = self._cell(v, n)
+                lines.append(f"  {v:<16}{n:>5} runs: {c['fits']} fits, {c['refused']} refused; a median "
+                             f"{c['median']:.3f} [{c['q25']:.3f}, {c['q75']:.3f}] (quartiles)")
+        return "\n".join(lines)
+
+    def _cell(self, variant: str, size: int) -> dict[str, Any]:
+        a = self.values(variant, size, "a")
+        refused = sum(r["variant"] == variant and r["size"] == size and r["status"] == "refused" for r in self.records)
+        q = np.percentile(a, [25, 50, 75]) if len(a) else [np.nan] * 3
+        return {"fits": len(a), "refused": refused, "median": float(q[1]), "q25": float(q[0]), "q75": float(q[2])}
 
     def _mine(self, variant: str, size: int, bootstrapped: bool = False):
         return [r for r in self.records if r["variant"] == variant and r["size"] == size

@@ -23,6 +23,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.inverse_scaling import trend
+from scalinglab.serialization import to_jsonable
 
 SCHEMES = ("binomial", "group", "pooled", "pooled_without")
 NOT_CALLED = ("flat", "insufficient")
@@ -100,6 +101,21 @@ class FamilyTests:
     dispersion: Any
     left_out: str | None
     scores: tuple = field(default=())
+
+    def to_dict(self) -> dict:
+        """Per scheme, one record per (benchmark, family) tested; the dispersion table; the family left out."""
+        return to_jsonable({"tests": {k: t.reset_index().to_dict("records") for k, t in self.tests.items()},
+                            "dispersion": self.dispersion.reset_index().to_dict("records"),
+                            "left_out": self.left_out, "scores": list(self.scores)})
+
+    def summary(self) -> str:
+        """Per scheme and benchmark: how many families it calls a trend."""
+        lines = [f"families called a trend (not flat or insufficient), per benchmark; {len(self.tests)} schemes"
+                 + (f", {self.left_out} left out of the pooled scale in pooled_without" if self.left_out else "")]
+        for scheme in self.tests:
+            calls = self.called(scheme)
+            lines.append(f"  {scheme:<15}" + ", ".join(f"{b} {int(n)}" for b, n in calls.items()))
+        return "\n".join(lines)
 
     def called(self, scheme: str, col: str = "trend"):
         """Per benchmark: how many families the scheme calls neither flat nor insufficient."""

@@ -26,6 +26,7 @@ from scalinglab.fitting import isoflop
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
+from scalinglab.serialization import to_jsonable
 
 # The Huber thresholds the sensitivity check sweeps (Hoffmann used 1e-3).
 HUBER_DELTAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -160,6 +161,17 @@ class TwoModes:
     def bimodal(self) -> bool:
         """Two peaks in the fitted density, and BIC prefers the mixture over one normal."""
         return self.n_peaks == 2 and self.bic_two < self.bic_one
+
+    def to_dict(self) -> dict:
+        return to_jsonable({"shares": self.shares, "means": self.means, "sds": self.sds, "bic_one": self.bic_one,
+                            "bic_two": self.bic_two, "n_peaks": self.n_peaks, "peak": self.peak,
+                            "antimode": self.antimode, "bimodal": self.bimodal})
+
+    def summary(self) -> str:
+        comps = "; ".join(f"{s:.0%} at {m:.4g} (sd {sd:.2g})" for s, m, sd in zip(self.shares, self.means, self.sds))
+        verdict = (f"bimodal: two peaks, antimode {self.antimode:.4g}" if self.bimodal else
+                   f"one mode at {self.peak:.4g}")
+        return (f"two-normal mixture: {comps}; BIC one {self.bic_one:.1f}, two {self.bic_two:.1f}; {verdict}")
 
 
 def _normal_pdf(x, mu, sd):

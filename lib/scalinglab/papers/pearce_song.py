@@ -62,6 +62,15 @@ class PearceSongResult:
     asymptotic: float              # β/(α+β)
     frontier: pd.DataFrame         # convention, flops, n_opt
 
+    def to_dict(self) -> dict:
+        return to_jsonable({"exponent_nonembedding": self.exponent_nonembedding,
+                            "exponent_total": self.exponent_total, "asymptotic": self.asymptotic,
+                            "frontier": self.frontier.to_dict("records")})
+
+    def summary(self) -> str:
+        return (f"N_opt ∝ C^a over Kaplan's range: a = {self.exponent_nonembedding:.3f} in non-embedding N and "
+                f"C = 6·N_E·D, {self.exponent_total:.3f} in total N (the law's own β/(α+β) = {self.asymptotic:.3f})")
+
 
 def _frontier(law: ScalingLaw, n_e: np.ndarray, flops: np.ndarray, total: bool) -> np.ndarray:
     n_t = kaplan_total_params(n_e)

@@ -57,6 +57,15 @@ class LawScore:
     at_target: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({**self.row(), "fit": self.fit.to_dict() if self.fit else None})
+
+    def summary(self) -> str:
+        r = self.row()
+        notes = f"; {'; '.join(self.notes)}" if self.notes else ""
+        return (f"{r['law']}: {r['status']}; split RMSLE {r['split_rmsle']:.4g} on {r['split_n']} runs, "
+                f"leave-one-group-out RMSLE {r['logo_rmsle']:.4g}{notes}")
+
     def row(self) -> dict[str, Any]:
         ic = self.fit.information_criteria() if self.fit else None
         return {"law": self.law.name, "params": len(self.law.params),
