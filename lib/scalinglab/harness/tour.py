@@ -1,5 +1,6 @@
-"""The README's tour keeps its real output: every ``$ scalinglab ...`` line in a console block between
-``<!-- tour -->`` and ``<!-- /tour -->`` is run, and the output under it replaced by what it prints now.
+"""The README's tour keeps its real output: every ``$ scalinglab ...`` (or ``$ python examples/...``) line in a
+console block between ``<!-- tour -->`` and ``<!-- /tour -->`` is run, and the output under it replaced by what it
+prints now.
 
     python -m scalinglab.harness.tour README.md           # rewrite the outputs
     python -m scalinglab.harness.tour --check README.md   # exit 1 if an output changed shape (numbers masked)
@@ -27,9 +28,13 @@ def run_command(line: str, cwd: Path | None = None) -> str:
     """What ``scalinglab ARGS`` prints (stdout, then stderr), run as a user would (a fresh process: the
     library never imports the CLI)."""
     argv = shlex.split(line)
-    if argv[:1] != ["scalinglab"]:
-        raise ValueError(f"a tour command starts with 'scalinglab', not {line!r}")
-    proc = subprocess.run([sys.executable, "-m", "scalinglab", *argv[1:]], capture_output=True, text=True, cwd=cwd,
+    if argv[:1] == ["python"] and len(argv) == 2 and argv[1].startswith("examples/"):  # a library example
+        cmd = [sys.executable, argv[1]]
+    elif argv[:1] == ["scalinglab"]:
+        cmd = [sys.executable, "-m", "scalinglab", *argv[1:]]
+    else:
+        raise ValueError(f"a tour command is 'scalinglab ...' or 'python examples/FILE', not {line!r}")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, "MPLBACKEND": "Agg", "COLUMNS": "120"})
     text = proc.stdout + proc.stderr
     return text if proc.returncode == 0 else text + f"(exit {proc.returncode})\n"

@@ -1,0 +1,65 @@
+"""The library's front door and its one result class: `import scalinglab as sl; sl.fit(...)` gives a LawFit for
+every law, the same fit `scalinglab fit` prints."""
+
+import json
+
+import numpy as np
+import pytest
+import scalinglab as sl
+from scalinglab.cli import main
+from scalinglab.errors import UserError
+from scalinglab.fitting.law import ScalingLaw
+
+TRUE = ScalingLaw(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
+
+
+@pytest.fixture(scope="module")
+def runs_csv(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    N = np.repeat(np.geomspace(2e7, 2e9, 8), 5)
+    D = np.tile(np.geomspace(4e8, 4e10, 5), 8)
+    L = TRUE.loss(N, D) * np.exp(0.01 * rng.standard_normal(N.size))
+    path = tmp_path_factory.mktemp("runs") / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{x:.17g}\n" for n, d, x in zip(N, D, L)))
+    return str(path)
+
+
+def test_sl_fit_is_the_fit_the_command_prints(runs_csv, capsys):
+    fit = sl.fit(sl.load_runs(runs_csv), bootstrap=50)
+    assert main(["fit", runs_csv, "--bootstrap", "50", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["params"] == pytest.approx(fit.params, rel=1e-12) and cli["a"] == pytest.approx(fit.a, rel=1e-12)
+    assert cli["bootstrap"]["ci"]["a"] == pytest.approx(list(fit.conf_int()["a"]), rel=1e-12)
+
+
+def test_one_result_class_for_every_law(runs_csv):
+    chin, kap = sl.fit(runs_csv, bootstrap=30), sl.fit(runs_csv, law="kaplan", bootstrap=30)
+    assert type(chin) is type(kap) is sl.LawFit
+    for f in (chin, kap):
+        assert set(f.params) == set(f.law.names) and f.status == "converged"
+        assert set(f.to_dict()["params"]) == set(f.law.names)
+        # bse: the SE of the log for scale parameters (a relative error), else in the parameter's units.
+        for name in f.law.names:
+            expect = f.bootstrap.se_log[name] if name in f.law.scale_params else f.bootstrap.se[name]
+            assert f.bse[name] == pytest.approx(expect)
+    # A narrower level gives a narrower interval from the same replicates.
+    lo95, hi95 = chin.conf_int()["alpha"]
+    lo50, hi50 = chin.conf_int(0.5)["alpha"]
+    assert lo95 <= lo50 <= hi50 <= hi95 and hi50 - lo50 < hi95 - lo95
+    # Chinchilla's closed form allocates compute; a law without one says so instead of answering.
+    (row,) = chin.allocate(1e21)
+    assert row["n_opt"] == pytest.approx(chin.scaling_law.n_opt(1e21)) and row["ci"]["n_opt"][0] < row["n_opt"]
+    with pytest.raises(UserError, match="no closed-form"):
+        kap.allocate(1e21)
+
+
+def test_columns_by_role_and_selection(runs_csv):
+    import pandas as pd
+
+    table = pd.read_csv(runs_csv).rename(columns={"N": "params", "D": "tokens"})
+    table["flops"] = 6 * table["params"] * table["tokens"]
+    by_d = sl.fit(table, n="params", d="tokens")
+    by_c = sl.fit(table, n="params", c="flops")
+    assert by_c.params == pytest.approx(by_d.params, rel=1e-6)
+    small = sl.fit(table, n="params", d="tokens", where=["params<1e9"])
+    assert small.n_rows == int((table["params"] < 1e9).sum())
