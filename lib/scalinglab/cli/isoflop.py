@@ -160,7 +160,7 @@ def _warn_misfit(g, cols, labels, isoflop) -> None:
     from scalinglab.fitting.analysis import group_text
 
     try:
-        whole = isoflop._pooled_parabola_sd(isoflop._budgets(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
+        whole = isoflop.pooled_parabola_sd(isoflop.budget_groups(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
                                             cols["n"])
     except UserError:  # no budget with more than 3 sizes: the bootstrap already refused
         return
