@@ -40,27 +40,10 @@ PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **L
                  "optimal": ("standard", "short", "cosine", True),
                  "schedules": ("standard", "short", "family", True)}
 PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal", "schedules")
-# Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points.
+# Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points (the
+# reader's copy, scalinglab.sweeps.schema.NON_EMBEDDING_PRESETS, must agree: tests/test_sweep_store.py).
 NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
-# The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
-# kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long fixed
-# horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
-# lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
-PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr"),
-                "ladder0": ("kaplan_reproduction", "plus_head"), "ladder2": ("plus_short_warmup",),
-                "ladder3": ("plus_cosine",), "ladder4": ("tuned_constant_lr",)}
-
 LAUNCHERS = ("local", "submitit")
-# Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
-# each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
-# (its intervals are percentiles, which a few hundred resamples move in the second decimal).
-ISOFLOP_BOOT = 200
-ENVELOPE_BOOT = 1000
-BLOCK_BOOT = 1000  # exponent_differences' block bootstrap over shapes (spline, about a second per sweep)
-SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
-# The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
-WORKBOOK_SMOKE_SEEDS = 2
-WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
 
 
 @dataclass(frozen=True)
