@@ -1,4 +1,3 @@
-import dataclasses
 import json
 import math
 import os
@@ -36,29 +35,29 @@ def test_plans_follow_the_presets():
     assert all(sum(r.budget == c for r in hoffmann) >= 5 for c in prof.budgets["hoffmann"])  # an isoFLOP each
     for r in kaplan:
         t = r.train
-        assert (t["schedule"], t["lr"], t["batch_size"], t["warmup_tokens"]) == (
+        assert (t.schedule, t.lr, t.batch_size, t.warmup_tokens) == (
             "constant", prof.kaplan_lr, prof.batch_size, prof.kaplan_warmup_tokens)
         # each logged budget is reached: 6 * N_non_embedding * D >= C, by less than one token's worth
-        for c, d in zip(r.budgets, t["eval_at_tokens"]):
+        for c, d in zip(r.budgets, t.eval_at_tokens):
             assert 0 <= 6 * r.n_non_embedding * d - c < 6 * r.n_non_embedding
-        assert t["total_tokens"] <= prof.kaplan_max_tokens
+        assert t.total_tokens <= prof.kaplan_max_tokens
     # the smallest Kaplan models are cheap in Kaplan's count and miss the largest budgets
     assert len(kaplan[0].budgets) < len(kaplan[-1].budgets) == len(prof.budgets["kaplan"])
     top = [r for r in hoffmann if r.budget == max(prof.budgets["hoffmann"])]
-    assert all(r.train["schedule"] == "cosine" and r.train["beta2"] == 0.99 for r in top)
+    assert all(r.train.schedule == "cosine" and r.train.beta2 == 0.99 for r in top)
     for r in hoffmann:  # whole steps, at least MIN_STEPS of them: D is C/(6N) to within half a step
-        step = r.train["batch_size"] * prof.seq_len
-        assert r.train["total_tokens"] % step == 0 and r.train["total_tokens"] >= sweep.MIN_STEPS * step
-        assert abs(r.train["total_tokens"] - r.budget / (6 * r.n_standard)) <= step / 2 + 1
+        step = r.train.batch_size * prof.seq_len
+        assert r.train.total_tokens % step == 0 and r.train.total_tokens >= sweep.MIN_STEPS * step
+        assert abs(r.train.total_tokens - r.budget / (6 * r.n_standard)) <= step / 2 + 1
     for r in hoffmann:  # evaluated every half-octave of compute on the way, for Approach 1; the end last
-        evals = r.train["eval_at_tokens"]
-        assert evals[-1] == r.train["total_tokens"] and evals == sorted(evals)
+        evals = r.train.eval_at_tokens
+        assert evals[-1] == r.train.total_tokens and list(evals) == sorted(evals)
         ratios = np.diff(np.log2(evals[:-1]))
         assert np.allclose(ratios, 0.5, atol=0.01)
         assert all(6 * r.n_standard * t >= min(prof.budgets["hoffmann"]) * 0.999 for t in evals[:-1])
-    top_evals = top[0].train["eval_at_tokens"]
+    top_evals = top[0].train.eval_at_tokens
     assert len(top_evals) == 2 * len(prof.budgets["hoffmann"]) - 1  # the largest budget reaches down to the smallest
-    lrs = [r.train["lr"] for r in top]
+    lrs = [r.train.lr for r in top]
     assert all(b < a for a, b in zip(lrs, lrs[1:]))                            # lr falls with N
     assert all(r.n_standard - r.n_non_embedding == 1024 * r.width for r in top)  # the head's matrix
     with pytest.raises(Exception, match="unknown sweep preset"):
@@ -76,7 +75,7 @@ def test_ladder_presets_make_one_change_per_step():
         assert len({r.run_id for r in runs}) == len(runs)                       # distinct run ids
         first = [r for r in runs if r.replicate == 0]
         assert len(runs) == 3 * len(first) and {r.replicate for r in runs} == {0, 1, 2}
-        assert all(sorted(r.train["seed"] for r in runs if re.sub(r"-s\d+$", "", r.run_id) == f.run_id)
+        assert all(sorted(r.train.seed for r in runs if re.sub(r"-s\d+$", "", r.run_id) == f.run_id)
                    == [0, 1, 2] for f in first)
         for c in budgets:  # an isoFLOP curve at every budget: >= 5 sizes
             assert sum(c in r.budgets for r in first) >= 5, (p, c)
@@ -86,43 +85,43 @@ def test_ladder_presets_make_one_change_per_step():
 
     def cfg(r):  # what a step may change, per run
         t = r.train
-        return dict(lr=t["lr"], batch=t["batch_size"], beta2=t["beta2"], schedule=t["schedule"],
-                    warmup=t["warmup_tokens"])
+        return dict(lr=t.lr, batch=t.batch_size, beta2=t.beta2, schedule=t.schedule,
+                    warmup=t.warmup_tokens)
 
     # step 0: Kaplan's count and a long fixed warmup, one constant-LR run per shape read at every budget it passes
     for r in one["ladder0"]:
         assert cfg(r) == dict(lr=prof.kaplan_lr, batch=prof.batch_size, beta2=0.95, schedule="constant",
                               warmup=prof.kaplan_warmup_tokens)
-        for c, d in zip(r.budgets, sorted(set(r.train["eval_at_tokens"]) - {math.ceil(c / (6 * r.n_standard))
+        for c, d in zip(r.budgets, sorted(set(r.train.eval_at_tokens) - {math.ceil(c / (6 * r.n_standard))
                                                                              for c in r.standard_budgets})):
             assert 0 <= 6 * r.n_non_embedding * d - c < 6 * r.n_non_embedding
         # step 1 re-reads these runs with the standard count at ladder2's budgets: they are evaluated there
         assert r.standard_budgets and set(r.standard_budgets) <= set(prof.budgets["ladder2"])
-        assert {math.ceil(c / (6 * r.n_standard)) for c in r.standard_budgets} <= set(r.train["eval_at_tokens"])
+        assert {math.ceil(c / (6 * r.n_standard)) for c in r.standard_budgets} <= set(r.train.eval_at_tokens)
     assert max(len(r.standard_budgets) for r in one["ladder0"]) == len(prof.budgets["ladder2"])
     # step 2: the standard count and a short warmup (N tokens); nothing else
     by_shape0 = {(r.width, r.depth): r for r in one["ladder0"]}
     for r in one["ladder2"]:
         assert cfg(r) == {**cfg(by_shape0[r.width, r.depth]), "warmup": r.n_standard}
-        assert r.train["warmup_tokens"] < prof.kaplan_warmup_tokens or r.n_standard >= prof.kaplan_warmup_tokens
-        for c, d in zip(r.budgets, r.train["eval_at_tokens"]):
+        assert r.train.warmup_tokens < prof.kaplan_warmup_tokens or r.n_standard >= prof.kaplan_warmup_tokens
+        for c, d in zip(r.budgets, r.train.eval_at_tokens):
             assert 0 <= 6 * r.n_standard * d - c < 6 * r.n_standard
     # step 3: a cosine to each budget, one run per (budget, shape); same lr, batch and beta2
     for r in one["ladder3"]:
-        assert r.budgets == (r.budget,) and r.train["schedule"] == "cosine"
-        assert (r.train["lr"], r.train["batch_size"], r.train["beta2"]) == (prof.kaplan_lr, prof.batch_size, 0.95)
-        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
+        assert r.budgets == (r.budget,) and r.train.schedule == "cosine"
+        assert (r.train.lr, r.train.batch_size, r.train.beta2) == (prof.kaplan_lr, prof.batch_size, 0.95)
+        assert r.train.warmup_tokens == min(r.n_standard, r.train.total_tokens // 4)
     # step 4: per-size lr, batch and beta2 (the hoffmann rule), the same (budget, shape) runs and schedule
     three = {(r.budget, r.width, r.depth): r for r in one["ladder3"]}
     four = {(r.budget, r.width, r.depth): r for r in one["ladder4"]}
     assert set(three) == set(four)
-    lrs = {r.n_standard: r.train["lr"] for r in one["ladder4"]}
+    lrs = {r.n_standard: r.train.lr for r in one["ladder4"]}
     assert list(dict(sorted(lrs.items())).values()) == sorted(lrs.values(), reverse=True)  # lr falls with N
     for k, r in four.items():
-        assert r.train["beta2"] == 0.99 and r.train["schedule"] == "cosine"
-        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
-        assert r.train["lr"] == min(prof.hoffmann_lr * (r.n_standard / prof.n_ref) ** prof.lr_power, prof.max_lr)
-    assert any(r.train["batch_size"] != prof.batch_size for r in four.values())
+        assert r.train.beta2 == 0.99 and r.train.schedule == "cosine"
+        assert r.train.warmup_tokens == min(r.n_standard, r.train.total_tokens // 4)
+        assert r.train.lr == min(prof.hoffmann_lr * (r.n_standard / prof.n_ref) ** prof.lr_power, prof.max_lr)
+    assert any(r.train.batch_size != prof.batch_size for r in four.values())
     # the budget bookkeeping counts each step's N: Kaplan's for step 0, the standard one after
     assert sweep.NON_EMBEDDING_PRESETS == ("kaplan", "ladder0")
     assert sweeps.PORIAN_STEPS["ladder0"] == ("kaplan_reproduction", "plus_head")
@@ -163,11 +162,11 @@ def test_gpu_profiles_are_wired_for_cuda():
                 assert len(per_budget) >= 4 and sorted(per_budget)[1] >= 5  # >= 4 budgets, nearly all >= 5 sizes
             for r in runs:
                 GPTConfig(**r.model)  # a valid model (heads divide the width)
-            assert all(r.train["device"] == "cuda" for r in runs)
+            assert all(r.train.device == "cuda" for r in runs)
     if not __import__("torch").cuda.is_available():  # no GPU here: the job must refuse, not fall back silently
         spec = sweep.plan("hoffmann", "gpu-quick", 50257)[0]
         with pytest.raises(UserError, match="no GPU"):
-            sweep.run_job(dataclasses.asdict(spec), "/nonexistent")
+            sweep.run_job(sweep.spec_to_dict(spec), "/nonexistent")
 
 
 def _finished(db):
@@ -267,8 +266,8 @@ def test_seeds_replicate_the_grid_and_keep_the_first_seeds_run_ids():
     for r in three:
         by_cell.setdefault((r.budget, r.width, r.depth), []).append(r)
     for cell in by_cell.values():  # replicates differ in their seed, and only there
-        assert sorted(r.train["seed"] for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
-        assert all({**r.train, "seed": 0} == {**cell[0].train, "seed": 0} and r.model == cell[0].model for r in cell)
+        assert sorted(r.train.seed for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
+        assert all({**r.train.to_dict(), "seed": 0} == {**cell[0].train.to_dict(), "seed": 0} and r.model == cell[0].model for r in cell)
     for bad in (0, -1, 1.5, True):
         with pytest.raises(UserError, match="seeds must be a whole number"):
             sweep.plan("kaplan", prof, vocab_size=1024, seeds=bad)
@@ -468,7 +467,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     from dataclasses import replace
 
     from scalinglab.accounting.decoder import flops_per_token
-    from scalinglab.training.loop import TrainConfig, train
+    from scalinglab.training.loop import train
 
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), shapes_by_preset={}, kaplan_warmup_tokens=2048,
@@ -478,7 +477,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     run = runs[0]  # one run, or (preset schedules) four alike but for the schedule
     assert len(runs) == (len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1)
     tokens = np.random.default_rng(0).integers(0, 512, 50_000).astype(np.uint16)
-    res = train(GPTConfig(**run.model), TrainConfig(**run.train), tokens, tokens[:4_000])
+    res = train(GPTConfig(**run.model), run.train, tokens, tokens[:4_000])
     c = sweep.cost(preset, prof, vocab_size=512)
     fpt = flops_per_token(16, 1, 512, seq_len=prof.seq_len).with_attention
     k = len(runs)

@@ -83,6 +83,7 @@ from scalinglab.training.sweep.store import (  # noqa: F401
     record_result,
     register_plan,
     spec_from_dict,
+    spec_to_dict,
     summary_counts,
     sweep_meta,
 )

@@ -22,7 +22,8 @@ from scalinglab.errors import UserError
 from scalinglab.sweeps.schema import ADDED_COLUMNS, ADDED_CURVE_COLUMNS, SCHEMA  # noqa: F401 (SCHEMA re-exported)
 from scalinglab.sweeps.store import (check_readable, damaged_runs, db_name, summary_counts,  # noqa: F401
                                      sweep_meta)
-from scalinglab.training.sweep.plan import NON_EMBEDDING_PRESETS, Profile, RunSpec
+from scalinglab.training.sweep.plan import (NON_EMBEDDING_PRESETS, Profile, RunSpec, spec_from_dict,  # noqa: F401
+                                           spec_to_dict)
 
 
 # --- the database --------------------------------------------------------------------------
@@ -112,7 +113,7 @@ def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: lis
             "INSERT OR IGNORE INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
             "n_standard, n_total, spec) VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(r.run_id, r.preset, r.profile, r.width, r.depth, r.budget, r.n_non_embedding, r.n_standard,
-              r.n_total, json.dumps(asdict(r))) for r in runs])
+              r.n_total, json.dumps(spec_to_dict(r))) for r in runs])
 
 
 def possible_loss(x) -> bool:
@@ -181,10 +182,6 @@ def pending(con: sqlite3.Connection) -> list[RunSpec]:
     complete replicates."""
     rows = con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished'").fetchall()
     return sorted((_spec(con, r, s) for r, s in rows), key=_order)
-
-
-def spec_from_dict(d: dict) -> RunSpec:
-    return RunSpec(**{**d, "budgets": tuple(d["budgets"]), "standard_budgets": tuple(d.get("standard_budgets", ()))})
 
 
 # --- claims --------------------------------------------------------------------------------
@@ -300,7 +297,7 @@ def mark_for_retraining(con: sqlite3.Connection, planned: dict[str, RunSpec]) ->
             con.execute("DELETE FROM curves WHERE run_id = ?", (run_id,))
             con.execute("UPDATE runs SET spec = ?, status = 'planned', final_loss = NULL, tokens = NULL, "
                         "steps = NULL, seconds = NULL, tokens_per_s = NULL, finished_at = NULL, finished_by = NULL "
-                        "WHERE run_id = ?", (json.dumps(asdict(planned[run_id])), run_id))
+                        "WHERE run_id = ?", (json.dumps(spec_to_dict(planned[run_id])), run_id))
             notes.append(f"{db_name(con)}: run {run_id} had {why}; marked for retraining")
         con.execute("COMMIT")
     except BaseException:
