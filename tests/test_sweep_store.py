@@ -11,7 +11,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from scalinglab import sweeps
 from scalinglab.errors import UserError
 from scalinglab.sweeps import SweepStore, schema
