@@ -11,6 +11,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from scalinglab.sweeps import SweepStore
+
 PRESETS = ("ladder0", "ladder2", "ladder3", "ladder4")
 
 
@@ -31,12 +33,16 @@ def main(argv: list[str]) -> int:
             a.backup(b)
         with sqlite3.connect(out) as con:
             con.execute("VACUUM")
-            planned, done, first, last, secs = con.execute(
-                "SELECT COUNT(*), COALESCE(SUM(status = 'finished'), 0), MIN(finished_at), MAX(finished_at), "
-                "COALESCE(SUM(seconds), 0) FROM runs").fetchone()
-            per_seed = con.execute(
-                "SELECT COALESCE(json_extract(spec, '$.replicate'), 0) AS r, SUM(status = 'finished'), COUNT(*) "
-                "FROM runs GROUP BY r ORDER BY r").fetchall()
+        runs = SweepStore(out).runs()
+        finished_at = [r["finished_at"] for r in runs if r["status"] == "finished"]
+        planned, done, secs = len(runs), len(finished_at), sum(r["seconds"] or 0 for r in runs)
+        first, last = (min(finished_at), max(finished_at)) if finished_at else (None, None)
+        tally: dict[int, list[int]] = {}   # replicate -> [finished, planned]; a spec older than seeds: seed 0
+        for r in runs:
+            cell = tally.setdefault((r["spec"] or {}).get("replicate", 0), [0, 0])
+            cell[0] += r["status"] == "finished"
+            cell[1] += 1
+        per_seed = [(k, *tally[k]) for k in sorted(tally)]
         seeds = ", ".join(f"seed {r}: {f}/{n}" for r, f, n in per_seed)
         print(f"| `{preset}.db` | {planned} | {done} | {seeds} | {first or '-'} – {last or '-'} | {secs:,.0f} |")
     return 0

@@ -5,7 +5,9 @@ Rules (DEVELOPING.md, "Layout"):
 - registry loaders (the TOMLs' ``loader = "module:function"``) never reach training or torch, so loading
   a dataset cannot start torch;
 - nothing in the library imports the CLI;
-- no import cycles between modules, counting imports inside functions too.
+- no import cycles between modules, counting imports inside functions too;
+- no import cycles between packages (the top-level parts: data, fitting, training, sweeps, harness, ...);
+- the reader of sweep results (``scalinglab.sweeps``) never reaches torch, the model or the training loop.
 Imports inside functions count everywhere: a lazy import is still a dependency.
 """
 
@@ -21,6 +23,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib"
 PKG = LIB / "scalinglab"
 ENGINE = ("scalinglab.fitting", "scalinglab.accounting", "scalinglab.data")
 FORBIDDEN_FOR_ENGINE = ("scalinglab.training", "scalinglab.papers", "scalinglab.cli", "torch")
+FORBIDDEN_FOR_SWEEPS = ("torch", "scalinglab.training.model", "scalinglab.training.loop")
 
 
 def module_name(path: Path) -> str:
@@ -117,6 +120,28 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def package_of(module: str) -> str | None:
+    """The top-level part a module belongs to (``scalinglab.sweeps.store``: ``scalinglab.sweeps``); None for the
+    root package and ``__main__``, which sit above every part (the front door re-exports them), and for
+    modules outside the library."""
+    parts = module.split(".")
+    if parts[0] != "scalinglab" or len(parts) < 2 or parts[1] == "__main__":
+        return None
+    return ".".join(parts[:2])
+
+
+def package_graph(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Imports between packages: part A imports part B when any module of A imports any module of B."""
+    out: dict[str, set[str]] = {}
+    for mod, deps in g.items():
+        src = package_of(mod)
+        if src is None:
+            continue
+        out.setdefault(src, set())
+        out[src] |= {p for d in deps if (p := package_of(d)) not in (None, src)}
+    return out
+
+
 def loaders() -> dict[str, str]:
     out = {}
     for toml in (PKG / "data" / "registry").glob("*.toml"):
@@ -132,6 +157,20 @@ def test_the_layers_hold():
 
 def test_no_import_cycles():
     assert cycles(graph()) == []
+
+
+def test_no_import_cycles_between_packages():
+    g = package_graph(graph())
+    assert {"scalinglab.training", "scalinglab.sweeps", "scalinglab.harness"} <= set(g)  # not vacuous
+    assert cycles(g) == []
+
+
+def test_the_sweep_reader_never_reaches_torch_or_the_training_loop():
+    g = graph()
+    readers = [m for m in g if under(m, ("scalinglab.sweeps",))]
+    assert "scalinglab.sweeps.store" in readers
+    bad = {m: sorted(r for r in reachable(g, m) if under(r, FORBIDDEN_FOR_SWEEPS)) for m in readers}
+    assert {m: r for m, r in bad.items() if r} == {}
 
 
 def test_registry_loaders_never_reach_training_or_torch():
@@ -168,7 +207,7 @@ def test_long_modules_state_why():
     ("scalinglab.fitting.isoflop", "def f():\n    from scalinglab.training import sweep", "scalinglab.training"),
     ("scalinglab.data", "from scalinglab.papers import porian", "scalinglab.papers"),
     ("scalinglab.accounting.decoder", "from scalinglab.training.model import GPT", "scalinglab.training"),
-    ("scalinglab.training.sweep.report", "from scalinglab.cli import main", "imports the CLI"),
+    ("scalinglab.sweeps.report", "from scalinglab.cli import main", "imports the CLI"),
 ])
 def test_the_checker_catches_a_forbidden_import(module, source, expected):
     mods = modules()
@@ -181,6 +220,26 @@ def test_the_checker_catches_a_cycle():
     g = graph()
     g["scalinglab.training.corpus"] = g["scalinglab.training.corpus"] | {"scalinglab.training.tokenizer"}
     assert ["scalinglab.training.corpus", "scalinglab.training.tokenizer"] in cycles(g)
+
+
+def test_the_checker_catches_a_package_cycle_through_a_function_import():
+    # harness <-> training, the cycle a notebook policy in training once made: harness.reproduce runs sweeps,
+    # and a training module importing harness inside a function closes the loop.
+    mods = modules()
+    g = graph(mods)
+    g["scalinglab.training.sweep.launch"] = g["scalinglab.training.sweep.launch"] | imports_of(
+        "def f():\n    from scalinglab.harness.workbook import project_root", "scalinglab.training.sweep.launch", set(mods))
+    assert ["scalinglab.harness", "scalinglab.training"] in cycles(package_graph(g))
+    assert cycles(package_graph(graph(mods))) == []
+
+
+def test_the_checker_catches_the_sweep_reader_reaching_the_loop():
+    mods = modules()
+    g = graph(mods)
+    g["scalinglab.sweeps.analysis"] = g["scalinglab.sweeps.analysis"] | imports_of(
+        "def f():\n    from scalinglab.training.sweep import launch", "scalinglab.sweeps.analysis", set(mods))
+    reach = reachable(g, "scalinglab.sweeps")
+    assert any(under(r, FORBIDDEN_FOR_SWEEPS) for r in reach)  # launch imports the loop inside a function
 
 
 def test_developing_md_maps_every_module():

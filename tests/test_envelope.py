@@ -129,19 +129,19 @@ def test_bad_options_are_user_errors():
 def test_sweep_loss_curves_feed_the_envelope(tmp_path):
     from pathlib import Path
 
-    from scalinglab.training import sweep
+    from scalinglab import sweeps
 
     db = Path(__file__).resolve().parents[1] / "data" / "sweeps" / "kaplan.db"
     if not db.is_file():
         pytest.skip("no committed kaplan sweep")
-    curves = sweep.loss_curves(db)
+    curves = sweeps.loss_curves(db)
     assert {"run_id", "shape", "n", "tokens", "flops", "loss"} <= set(curves.columns)
     # Kaplan's preset counts non-embedding N with C = 6·N·D: the table must agree with itself.
     assert np.allclose(curves["flops"], 6 * curves["n"] * curves["tokens"])
     fit = E.fit_envelope(curves, E.EnvelopeOptions(n_boot=20), run_col="run_id")
     assert fit.n_runs == curves["run_id"].nunique() and fit.status in ("ok", "too_few_points", "single_size")
     with pytest.raises(UserError, match="no such sweep database"):
-        sweep.loss_curves(tmp_path / "none.db")
+        sweeps.loss_curves(tmp_path / "none.db")
 
 
 def test_bootstrap_rows_name_their_resample():

@@ -3,9 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scalinglab import sweeps
 from scalinglab.fitting import isoflop
+from scalinglab.harness import sweeps as notebook_sweeps
 from scalinglab.harness.workbook import project_root
-from scalinglab.training import sweep
 
 rng = np.random.default_rng(0)
 
@@ -55,8 +56,8 @@ def test_committed_sweeps_differences_are_of_the_reported_exponents():
     folder = project_root() / "data" / "sweeps"
     if not (folder / "kaplan.db").is_file():
         pytest.skip("no committed sweeps")
-    diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
-    reports = {p: sweep.report(folder / f"{p}.db") for p in sweep.WORKBOOK_PRESETS}
+    diffs = sweeps.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
+    reports = {p: sweeps.report(folder / f"{p}.db").to_dict() for p in notebook_sweeps.WORKBOOK_PRESETS}
     for key, field in (("spline", "exponent"), ("parabola", "exponent_parabola"), ("envelope", "exponent_envelope"),
                        ("seeds", "exponent_seed_bootstrap")):
         d = diffs[key]
@@ -78,9 +79,9 @@ def test_budget_sharing_counts_runs_read_at_several_budgets(tmp_path):
     hoffmann = kaplan.assign(run_id=[f"r{i}" for i in range(5)])
     for name, table in (("kaplan", kaplan), ("hoffmann", hoffmann)):
         table.to_csv(tmp_path / f"{name}.csv", index=False)
-    assert sweep.budget_sharing(tmp_path / "kaplan.csv") == dict(runs=3, budgets=2, shared_runs=2,
+    assert sweeps.budget_sharing(tmp_path / "kaplan.csv") == dict(runs=3, budgets=2, shared_runs=2,
                                                                  independent_budgets=False)
-    assert sweep.budget_sharing(tmp_path / "hoffmann.csv")["independent_budgets"]
+    assert sweeps.budget_sharing(tmp_path / "hoffmann.csv")["independent_budgets"]
 
 
 def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
@@ -88,10 +89,10 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
     if not (folder / "kaplan.db").is_file():
         pytest.skip("no committed sweeps")
     # Every run of the Kaplan sweep gives a point at several budgets; no Hoffmann run does.
-    share = {p: sweep.budget_sharing(folder / f"{p}.db") for p in sweep.WORKBOOK_PRESETS}
+    share = {p: sweeps.budget_sharing(folder / f"{p}.db") for p in notebook_sweeps.WORKBOOK_PRESETS}
     assert share["kaplan"]["shared_runs"] == share["kaplan"]["runs"] > 0
     assert share["hoffmann"]["shared_runs"] == 0 and share["hoffmann"]["independent_budgets"]
-    diffs = sweep.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
+    diffs = sweeps.exponent_differences(folder / "kaplan.db", folder / "hoffmann.db")
     # The WLS-based intervals assume independent optima, which the Kaplan sweep breaks; Approach 1
     # resamples whole runs, which carries the sharing.
     for key in ("spline", "parabola"):
@@ -113,4 +114,4 @@ def test_committed_sweeps_say_which_intervals_assume_independent_budgets():
         d = diffs[key]
         assert d["ci_min_df"][0] < d["ci"][0] and d["ci_min_df"][1] > d["ci"][1]
         assert np.mean(d["ci_min_df"]) == pytest.approx(d["difference"])
-    assert sweep.report(folder / "kaplan.db")["budget_sharing"] == share["kaplan"]
+    assert sweeps.report(folder / "kaplan.db").budget_sharing == share["kaplan"]

@@ -161,7 +161,7 @@ def test_a_header_only_file_says_it_has_no_rows(tmp_path, capsys):
 
 
 def test_sweep_summary_says_how_many_budgets_the_fit_needs():
-    from scalinglab.training.sweep.report import _isoflop_fit
+    from scalinglab.sweeps.analysis import _isoflop_fit
 
     points = pd.DataFrame({"flops": [1e15] * 4, "n": [1, 2, 3, 4], "loss": [3.0, 2.9, 2.95, 3.1]})
     reason = _isoflop_fit("unused.db", "spline", 0, None, points=points)

@@ -87,7 +87,7 @@ def test_a_pickled_hugging_face_folder_is_one_line(tmp_path):
 
 
 def test_a_spec_without_a_model_is_named(tmp_path):
-    from scalinglab.training.sweep.result import _model_spec
+    from scalinglab.sweeps.report import _model_spec
 
     assert _model_spec('{"model": {"width": 8, "depth": 1, "vocab_size": 9, "seq_len": 4}}')["width"] == 8
     with pytest.raises(UserError, match="no usable model shape .*KeyError.*edited or damaged"):

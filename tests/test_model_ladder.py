@@ -18,17 +18,17 @@ def test_optimal_plan_trains_each_shape_once_at_its_compute_optimal_length():
     for r in runs:
         n = count_params(r.width, r.depth, 8192, seq_len=prof.seq_len).standard
         assert r.n_standard == n
-        tokens = r.train["total_tokens"]
+        tokens = r.train.total_tokens
         # whole optimizer steps: within one step's tokens of 20 per parameter
-        assert abs(tokens - 20 * n) <= r.train["batch_size"] * prof.seq_len
+        assert abs(tokens - 20 * n) <= r.train.batch_size * prof.seq_len
         assert r.budgets == (r.budget,) and r.budget == pytest.approx(6 * n * math.ceil(20 * n))
-        assert r.train["schedule"] == "cosine" and r.train["eval_at_tokens"][-1] == tokens
-        assert r.train["lr"] == pytest.approx(min(3e-3 * 64 / r.width, prof.max_lr))
+        assert r.train.schedule == "cosine" and r.train.eval_at_tokens[-1] == tokens
+        assert r.train.lr == pytest.approx(min(3e-3 * 64 / r.width, prof.max_lr))
     # the ladder spans 1.5 decades of N: the transformer blocks (Kaplan's N) give it, the 8k head does not
     n_ne = [r.n_non_embedding for r in runs]
     assert math.log10(max(n_ne) / min(n_ne)) >= 1.5
     # no text seen twice: ~4 bytes a token for an 8k BPE, so the largest model's tokens fit in train_bytes
-    assert max(r.train["total_tokens"] for r in runs) * 4 < prof.train_bytes
+    assert max(r.train.total_tokens for r in runs) * 4 < prof.train_bytes
 
 
 def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(cache, tmp_path):

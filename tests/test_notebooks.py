@@ -56,7 +56,7 @@ def test_notebook_runs_in_smoke_profile(path, tmp_path, monkeypatch):
         assert key in summary, f"{path.stem}/summary.json lacks {key!r}"
     assert list((results / path.stem).glob("*.png")), f"{path.stem} saved no figure"
     if path.stem == "02_kaplan_vs_hoffmann":  # the smoke sweeps train seeds, so CI runs the replicate analysis
-        from scalinglab.training.sweep.plan import WORKBOOK_SMOKE_SEEDS
+        from scalinglab.harness.sweeps import WORKBOOK_SMOKE_SEEDS
 
         for preset, s in summary["sweeps"].items():
             assert s["replicates"]["seeds"] == WORKBOOK_SMOKE_SEEDS, preset

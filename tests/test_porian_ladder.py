@@ -33,8 +33,8 @@ def write_synthetic(db, preset: str, seeds: int = 2):
     runs = sweep.plan(preset, prof, 512, seeds=seeds)
     store.register_plan(con, preset, prof, runs, 512)
     for spec in runs:
-        per_step = spec.train["batch_size"] * spec.model["seq_len"]
-        steps = sorted({step_at(t, per_step) for t in spec.train["eval_at_tokens"]})
+        per_step = spec.train.batch_size * spec.model["seq_len"]
+        steps = sorted({step_at(t, per_step) for t in spec.train.eval_at_tokens})
         curve = [dict(step=k, tokens=k * per_step, loss=law(spec.n_standard, k * per_step) * (1 + 0.001 * spec.replicate))
                  for k in steps]
         store.record_result(con, spec, dict(curve=curve, final_loss=curve[-1]["loss"], tokens=curve[-1]["tokens"],

@@ -156,26 +156,26 @@ def test_the_schedules_preset_plans_the_family():
         mine = [r for r in runs if (r.width, r.depth) == (w, d)]
         seeds = 3 if (w, d) == shapes[len(shapes) // 2] else 1            # the middle size has 3 seeds
         assert len(mine) == 4 * seeds and {r.replicate for r in mine} == set(range(seeds))
-        assert {r.train["schedule"] for r in mine} == set(sweep.SCHEDULE_FAMILY)
-        one = {k: v for k, v in mine[0].train.items() if k not in ("schedule", "seed")}
-        assert all({k: v for k, v in r.train.items() if k not in ("schedule", "seed")} == one for r in mine)
+        assert {r.train.schedule for r in mine} == set(sweep.SCHEDULE_FAMILY)
+        one = {k: v for k, v in mine[0].train.to_dict().items() if k not in ("schedule", "seed")}
+        assert all({k: v for k, v in r.train.to_dict().items() if k not in ("schedule", "seed")} == one for r in mine)
         t = mine[0].train
         # every size at the same tokens per parameter, 20, to within a step
-        assert abs(t["total_tokens"] / mine[0].n_standard - 20) * mine[0].n_standard <= t["batch_size"] * 128
-        steps = t["total_tokens"] // (t["batch_size"] * 128)
-        evals = np.array(t["eval_at_tokens"]) // (t["batch_size"] * 128)
+        assert abs(t.total_tokens / mine[0].n_standard - 20) * mine[0].n_standard <= t.batch_size * 128
+        steps = t.total_tokens // (t.batch_size * 128)
+        evals = np.array(t.eval_at_tokens) // (t.batch_size * 128)
         # >= 100 points, the last at the end, no gap wider than a hundredth of the run (+1 for rounding)
         assert len(evals) >= 100 and evals[-1] == steps and np.diff(np.r_[0, evals]).max() <= steps / 100 + 1
         # evaluations cost under 15% of the training's FLOPs (forward only: a third of a training token)
         fpt = flops_per_token(w, d, 512, seq_len=128).with_attention
-        assert len(evals) * prof.eval_tokens * fpt / 3 < 0.15 * fpt * t["total_tokens"]
+        assert len(evals) * prof.eval_tokens * fpt / 3 < 0.15 * fpt * t.total_tokens
     assert len({r.run_id for r in runs}) == len(runs) == 20
     assert sweep.cost("schedules", prof, 512)["seconds"] <= 4 * 3600   # within ~4 core-hours, as measured
 
 
 def test_the_schedules_smoke_sweep_records_dense_curves(cache, tmp_path):
     from scalinglab.training import sweep
-    from scalinglab.training.loop import TrainConfig, schedule_of
+    from scalinglab.training.loop import schedule_of
 
     db = tmp_path / "schedules.db"
     counts = sweep.run_sweep("schedules", "smoke", db, progress=False)
@@ -190,7 +190,7 @@ def test_the_schedules_smoke_sweep_records_dense_curves(cache, tmp_path):
     assert len(by_run) == 20
     for spec, curve in by_run.items():
         run = sweep.spec_from_dict(__import__("json").loads(spec))
-        sched = schedule_of(TrainConfig(**run.train), run.train["batch_size"] * run.model["seq_len"])
+        sched = schedule_of(run.train, run.train.batch_size * run.model["seq_len"])
         assert len(curve) >= sweep.get_profile("smoke").curve_points and curve[-1][0] == sched.n_steps()
         assert [lr for _, lr, _, _ in curve] == [sched.at_step(s - 1) for s, _, _, _ in curve]  # exactly
         assert all(m is not None and m > 0 for *_, m in curve)

@@ -1,4 +1,3 @@
-import dataclasses
 import json
 import math
 import os
@@ -13,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scalinglab import sweeps
 from scalinglab.accounting.decoder import step_at
 from scalinglab.cli import main
 from scalinglab.errors import UserError
+from scalinglab.harness import sweeps as notebook_sweeps
 from scalinglab.training import sweep
 from scalinglab.training.model import GPTConfig
 
@@ -34,29 +35,29 @@ def test_plans_follow_the_presets():
     assert all(sum(r.budget == c for r in hoffmann) >= 5 for c in prof.budgets["hoffmann"])  # an isoFLOP each
     for r in kaplan:
         t = r.train
-        assert (t["schedule"], t["lr"], t["batch_size"], t["warmup_tokens"]) == (
+        assert (t.schedule, t.lr, t.batch_size, t.warmup_tokens) == (
             "constant", prof.kaplan_lr, prof.batch_size, prof.kaplan_warmup_tokens)
         # each logged budget is reached: 6 * N_non_embedding * D >= C, by less than one token's worth
-        for c, d in zip(r.budgets, t["eval_at_tokens"]):
+        for c, d in zip(r.budgets, t.eval_at_tokens):
             assert 0 <= 6 * r.n_non_embedding * d - c < 6 * r.n_non_embedding
-        assert t["total_tokens"] <= prof.kaplan_max_tokens
+        assert t.total_tokens <= prof.kaplan_max_tokens
     # the smallest Kaplan models are cheap in Kaplan's count and miss the largest budgets
     assert len(kaplan[0].budgets) < len(kaplan[-1].budgets) == len(prof.budgets["kaplan"])
     top = [r for r in hoffmann if r.budget == max(prof.budgets["hoffmann"])]
-    assert all(r.train["schedule"] == "cosine" and r.train["beta2"] == 0.99 for r in top)
+    assert all(r.train.schedule == "cosine" and r.train.beta2 == 0.99 for r in top)
     for r in hoffmann:  # whole steps, at least MIN_STEPS of them: D is C/(6N) to within half a step
-        step = r.train["batch_size"] * prof.seq_len
-        assert r.train["total_tokens"] % step == 0 and r.train["total_tokens"] >= sweep.MIN_STEPS * step
-        assert abs(r.train["total_tokens"] - r.budget / (6 * r.n_standard)) <= step / 2 + 1
+        step = r.train.batch_size * prof.seq_len
+        assert r.train.total_tokens % step == 0 and r.train.total_tokens >= sweep.MIN_STEPS * step
+        assert abs(r.train.total_tokens - r.budget / (6 * r.n_standard)) <= step / 2 + 1
     for r in hoffmann:  # evaluated every half-octave of compute on the way, for Approach 1; the end last
-        evals = r.train["eval_at_tokens"]
-        assert evals[-1] == r.train["total_tokens"] and evals == sorted(evals)
+        evals = r.train.eval_at_tokens
+        assert evals[-1] == r.train.total_tokens and list(evals) == sorted(evals)
         ratios = np.diff(np.log2(evals[:-1]))
         assert np.allclose(ratios, 0.5, atol=0.01)
         assert all(6 * r.n_standard * t >= min(prof.budgets["hoffmann"]) * 0.999 for t in evals[:-1])
-    top_evals = top[0].train["eval_at_tokens"]
+    top_evals = top[0].train.eval_at_tokens
     assert len(top_evals) == 2 * len(prof.budgets["hoffmann"]) - 1  # the largest budget reaches down to the smallest
-    lrs = [r.train["lr"] for r in top]
+    lrs = [r.train.lr for r in top]
     assert all(b < a for a, b in zip(lrs, lrs[1:]))                            # lr falls with N
     assert all(r.n_standard - r.n_non_embedding == 1024 * r.width for r in top)  # the head's matrix
     with pytest.raises(Exception, match="unknown sweep preset"):
@@ -74,7 +75,7 @@ def test_ladder_presets_make_one_change_per_step():
         assert len({r.run_id for r in runs}) == len(runs)                       # distinct run ids
         first = [r for r in runs if r.replicate == 0]
         assert len(runs) == 3 * len(first) and {r.replicate for r in runs} == {0, 1, 2}
-        assert all(sorted(r.train["seed"] for r in runs if re.sub(r"-s\d+$", "", r.run_id) == f.run_id)
+        assert all(sorted(r.train.seed for r in runs if re.sub(r"-s\d+$", "", r.run_id) == f.run_id)
                    == [0, 1, 2] for f in first)
         for c in budgets:  # an isoFLOP curve at every budget: >= 5 sizes
             assert sum(c in r.budgets for r in first) >= 5, (p, c)
@@ -84,46 +85,46 @@ def test_ladder_presets_make_one_change_per_step():
 
     def cfg(r):  # what a step may change, per run
         t = r.train
-        return dict(lr=t["lr"], batch=t["batch_size"], beta2=t["beta2"], schedule=t["schedule"],
-                    warmup=t["warmup_tokens"])
+        return dict(lr=t.lr, batch=t.batch_size, beta2=t.beta2, schedule=t.schedule,
+                    warmup=t.warmup_tokens)
 
     # step 0: Kaplan's count and a long fixed warmup, one constant-LR run per shape read at every budget it passes
     for r in one["ladder0"]:
         assert cfg(r) == dict(lr=prof.kaplan_lr, batch=prof.batch_size, beta2=0.95, schedule="constant",
                               warmup=prof.kaplan_warmup_tokens)
-        for c, d in zip(r.budgets, sorted(set(r.train["eval_at_tokens"]) - {math.ceil(c / (6 * r.n_standard))
+        for c, d in zip(r.budgets, sorted(set(r.train.eval_at_tokens) - {math.ceil(c / (6 * r.n_standard))
                                                                              for c in r.standard_budgets})):
             assert 0 <= 6 * r.n_non_embedding * d - c < 6 * r.n_non_embedding
         # step 1 re-reads these runs with the standard count at ladder2's budgets: they are evaluated there
         assert r.standard_budgets and set(r.standard_budgets) <= set(prof.budgets["ladder2"])
-        assert {math.ceil(c / (6 * r.n_standard)) for c in r.standard_budgets} <= set(r.train["eval_at_tokens"])
+        assert {math.ceil(c / (6 * r.n_standard)) for c in r.standard_budgets} <= set(r.train.eval_at_tokens)
     assert max(len(r.standard_budgets) for r in one["ladder0"]) == len(prof.budgets["ladder2"])
     # step 2: the standard count and a short warmup (N tokens); nothing else
     by_shape0 = {(r.width, r.depth): r for r in one["ladder0"]}
     for r in one["ladder2"]:
         assert cfg(r) == {**cfg(by_shape0[r.width, r.depth]), "warmup": r.n_standard}
-        assert r.train["warmup_tokens"] < prof.kaplan_warmup_tokens or r.n_standard >= prof.kaplan_warmup_tokens
-        for c, d in zip(r.budgets, r.train["eval_at_tokens"]):
+        assert r.train.warmup_tokens < prof.kaplan_warmup_tokens or r.n_standard >= prof.kaplan_warmup_tokens
+        for c, d in zip(r.budgets, r.train.eval_at_tokens):
             assert 0 <= 6 * r.n_standard * d - c < 6 * r.n_standard
     # step 3: a cosine to each budget, one run per (budget, shape); same lr, batch and beta2
     for r in one["ladder3"]:
-        assert r.budgets == (r.budget,) and r.train["schedule"] == "cosine"
-        assert (r.train["lr"], r.train["batch_size"], r.train["beta2"]) == (prof.kaplan_lr, prof.batch_size, 0.95)
-        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
+        assert r.budgets == (r.budget,) and r.train.schedule == "cosine"
+        assert (r.train.lr, r.train.batch_size, r.train.beta2) == (prof.kaplan_lr, prof.batch_size, 0.95)
+        assert r.train.warmup_tokens == min(r.n_standard, r.train.total_tokens // 4)
     # step 4: per-size lr, batch and beta2 (the hoffmann rule), the same (budget, shape) runs and schedule
     three = {(r.budget, r.width, r.depth): r for r in one["ladder3"]}
     four = {(r.budget, r.width, r.depth): r for r in one["ladder4"]}
     assert set(three) == set(four)
-    lrs = {r.n_standard: r.train["lr"] for r in one["ladder4"]}
+    lrs = {r.n_standard: r.train.lr for r in one["ladder4"]}
     assert list(dict(sorted(lrs.items())).values()) == sorted(lrs.values(), reverse=True)  # lr falls with N
     for k, r in four.items():
-        assert r.train["beta2"] == 0.99 and r.train["schedule"] == "cosine"
-        assert r.train["warmup_tokens"] == min(r.n_standard, r.train["total_tokens"] // 4)
-        assert r.train["lr"] == min(prof.hoffmann_lr * (r.n_standard / prof.n_ref) ** prof.lr_power, prof.max_lr)
-    assert any(r.train["batch_size"] != prof.batch_size for r in four.values())
+        assert r.train.beta2 == 0.99 and r.train.schedule == "cosine"
+        assert r.train.warmup_tokens == min(r.n_standard, r.train.total_tokens // 4)
+        assert r.train.lr == min(prof.hoffmann_lr * (r.n_standard / prof.n_ref) ** prof.lr_power, prof.max_lr)
+    assert any(r.train.batch_size != prof.batch_size for r in four.values())
     # the budget bookkeeping counts each step's N: Kaplan's for step 0, the standard one after
     assert sweep.NON_EMBEDDING_PRESETS == ("kaplan", "ladder0")
-    assert sweep.PORIAN_STEPS["ladder0"] == ("kaplan_reproduction", "plus_head")
+    assert sweeps.PORIAN_STEPS["ladder0"] == ("kaplan_reproduction", "plus_head")
 
 
 @pytest.mark.parametrize("preset", sweep.LADDER)
@@ -133,12 +134,12 @@ def test_ladder_smoke_sweeps_train_and_count_their_own_n(preset, cache, tmp_path
     seeds = 2 if sweep.PRESET_CONFIG[preset][2] == "constant" else 1
     db = tmp_path / f"{preset}.db"
     assert main(["sweep", "--preset", preset, "--profile", "smoke", "--db", str(db), "--seeds", str(seeds)]) == 0
-    points = sweep.isoflop_points(db)
+    points = sweeps.isoflop_points(db)
     prof = sweep.get_profile("smoke")
     assert set(points["flops"]) == set(prof.budgets[preset]) and set(points["replicate"]) == set(range(seeds))
     count = "n_non_embedding" if preset == "ladder0" else "n_standard"
     assert (points["n"] == points[count]).all()
-    curves = sweep.loss_curves(db)
+    curves = sweeps.loss_curves(db)
     tagged = curves[curves["budget"].notna()]
     per_step = prof.batch_size * prof.seq_len  # each tagged point within half a step of 6·N·D = C
     assert (abs(tagged["flops"] - tagged["budget"]) <= 6 * tagged["n"] * per_step / 2 + 6 * tagged["n"]).all()
@@ -161,11 +162,11 @@ def test_gpu_profiles_are_wired_for_cuda():
                 assert len(per_budget) >= 4 and sorted(per_budget)[1] >= 5  # >= 4 budgets, nearly all >= 5 sizes
             for r in runs:
                 GPTConfig(**r.model)  # a valid model (heads divide the width)
-            assert all(r.train["device"] == "cuda" for r in runs)
+            assert all(r.train.device == "cuda" for r in runs)
     if not __import__("torch").cuda.is_available():  # no GPU here: the job must refuse, not fall back silently
         spec = sweep.plan("hoffmann", "gpu-quick", 50257)[0]
         with pytest.raises(UserError, match="no GPU"):
-            sweep.run_job(dataclasses.asdict(spec), "/nonexistent")
+            sweep.run_job(sweep.spec_to_dict(spec), "/nonexistent")
 
 
 def _finished(db):
@@ -215,7 +216,7 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(cache, tmp_p
     assert meta[0].startswith("cpu") and "torch" in json.loads(meta[1]) and meta[2]
     assert json.loads(meta[3])["train"]["schedule"] == "cosine"
 
-    points = sweep.isoflop_points(db)
+    points = sweeps.isoflop_points(db)
     assert list(points.columns[:10]) == ["preset", "run_id", "width", "depth", "n", "n_non_embedding",
                                          "n_standard", "n_total", "flops", "tokens"][:10]
     assert (points["n"] == points["n_standard"]).all() and len(points) == 6
@@ -235,7 +236,7 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(cache, tmp_p
 def test_kaplan_runs_log_every_budget_they_pass(cache, tmp_path):
     db = tmp_path / "k.db"
     sweep.run_sweep("kaplan", "smoke", db, progress=False, max_runs=2)
-    points = sweep.isoflop_points(db)
+    points = sweeps.isoflop_points(db)
     prof = sweep.get_profile("smoke")
     assert points["run_id"].nunique() == 2
     specs = {r.run_id: r for r in sweep.plan("kaplan", prof, 512)}
@@ -265,8 +266,8 @@ def test_seeds_replicate_the_grid_and_keep_the_first_seeds_run_ids():
     for r in three:
         by_cell.setdefault((r.budget, r.width, r.depth), []).append(r)
     for cell in by_cell.values():  # replicates differ in their seed, and only there
-        assert sorted(r.train["seed"] for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
-        assert all({**r.train, "seed": 0} == {**cell[0].train, "seed": 0} and r.model == cell[0].model for r in cell)
+        assert sorted(r.train.seed for r in cell) == [prof.seed, prof.seed + 1, prof.seed + 2]
+        assert all({**r.train.to_dict(), "seed": 0} == {**cell[0].train.to_dict(), "seed": 0} and r.model == cell[0].model for r in cell)
     for bad in (0, -1, 1.5, True):
         with pytest.raises(UserError, match="seeds must be a whole number"):
             sweep.plan("kaplan", prof, vocab_size=1024, seeds=bad)
@@ -285,7 +286,7 @@ def test_more_seeds_on_a_finished_database_train_only_the_new_replicates(cache, 
     con = sweep.connect(db)
     assert sweep.sweep_meta(con)["seeds"] == 3 and sweep.summary_counts(con)["planned"] == 3 * len(before)
     con.close()
-    points = sweep.isoflop_points(db)
+    points = sweeps.isoflop_points(db)
     assert set(points["replicate"]) == {0, 1, 2}
     s1 = next(r for r in new if r.endswith("-s1"))
     pair = points[points["run_id"].isin([s1.removesuffix("-s1"), s1])]
@@ -325,7 +326,9 @@ def test_submitit_records_the_other_runs_when_one_job_fails(cache, tmp_path):
     con = sqlite3.connect(db)
     first, second = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY budget, n_standard LIMIT 2")]
     spec = json.loads(con.execute("SELECT spec FROM runs WHERE run_id = ?", (first,)).fetchone()[0])
-    spec["train"]["no_such_option"] = 1  # the job dies building its TrainConfig, in its own process
+    # the job dies building its GPTConfig, in its own process (a train field the TrainConfig lacks would be
+    # refused by the launcher already, which replans a spec it cannot read)
+    spec["model"]["no_such_option"] = 1
     with con:
         con.execute("UPDATE runs SET spec = ? WHERE run_id = ?", (json.dumps(spec), first))
     con.close()
@@ -369,23 +372,23 @@ def test_report_recovers_a_known_exponent(tmp_path):
     a_true = BETA / (ALPHA + BETA)
     db = tmp_path / "syn.db"
     synthetic_sweep(db)
-    rep = sweep.report(db)
-    e = rep["exponent"]
-    assert rep["finished"] == 45 and e["n_budgets"] == 5
+    rep = sweeps.report(db)
+    e = rep.exponent
+    assert rep.finished == 45 and e["n_budgets"] == 5
     # spline optima on a 9-point grid spaced 1.68x resolve log N* to a small fraction of a step: 0.03 in a
     assert abs(e["a"] - a_true) < 0.03
     assert e["ci"][0] <= e["a"] <= e["ci"][1]
     assert abs(a_true - 0.5) > 0.03  # the check could fail if the analysis simply returned Chinchilla's 0.5
     # Approach 1 on the same runs: with exact losses the envelope's optima lie on the law's frontier.
-    env = rep["exponent_envelope"]
+    env = rep.exponent_envelope
     assert abs(env["a"] - a_true) < 0.03 and env["n_sizes"] >= 2
     # utilisation on a GPU: FLOPs over the runs' wall-clock span (first start to last finish) and the H100 peak
     from scalinglab.accounting.decoder import flops_per_token
 
     flops = 45 * 10**6 * flops_per_token(64, 2, 1000, seq_len=128).with_attention
-    assert rep["train_flops"] == pytest.approx(flops)
-    assert rep["wall_seconds"] == 8 * 60 + 10  # runs finished at minutes 0..8, the first took 10 s
-    assert rep["utilisation"] == pytest.approx(flops / (490 * 989e12), rel=1e-3)
+    assert rep.train_flops == pytest.approx(flops)
+    assert rep.wall_seconds == 8 * 60 + 10  # runs finished at minutes 0..8, the first took 10 s
+    assert rep.utilisation == pytest.approx(flops / (490 * 989e12), rel=1e-3)
 
 
 def test_report_averages_seeds_and_measures_their_noise(tmp_path):
@@ -394,7 +397,7 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     a_true = BETA / (ALPHA + BETA)
     db = tmp_path / "seeds.db"
     synthetic_sweep(db, seeds=3, sd=0.004, rng=np.random.default_rng(0))
-    noise = sweep.replicate_noise(db)
+    noise = sweeps.replicate_noise(db)
     assert noise["seeds"] == 3 and noise["points_with_replicates"] == 45 and noise["dof"] == 90
     assert noise["seed_sd"] == pytest.approx(0.004, rel=0.3)  # 90 dof: relative sd ≈ 7.5%, 0.3 is 4 of those
     assert noise["noise_floor"] == pytest.approx(0.004, rel=0.3)  # the same noise everywhere: the floor is it
@@ -402,15 +405,15 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     assert all(abs(e["a"] - a_true) < 0.05 for e in noise["exponent_by_seed"])
     # The curves are not parabolas over a 64x range of N: their residual is far above the seeds' spread.
     assert noise["parabola_sd"] > 3 * noise["seed_sd"]
-    curves = sweep.loss_curves(db, mean_over_seeds=True)
+    curves = sweeps.loss_curves(db, mean_over_seeds=True)
     assert len(curves) == 45 and (curves["seeds"] == 3).all() and not curves["run_id"].str.contains("-s").any()
-    rep = sweep.report(db)
+    rep = sweeps.report(db)
     # noise 0.004 (0.0023 for a mean of 3) beside 0.02-0.03 between the sizes next to each minimum:
     # every budget keeps an interior optimum and a lands within 0.03 of the truth, as without noise
-    assert abs(rep["exponent"]["a"] - a_true) < 0.03 and rep["exponent"]["n_budgets"] == 5
-    assert rep["finished"] == 135
+    assert abs(rep.exponent["a"] - a_true) < 0.03 and rep.exponent["n_budgets"] == 5
+    assert rep.finished == 135
     # resampling seeds: its own point estimate (plain spline optima of the means) and a percentile interval
-    boot = rep["exponent_seed_bootstrap"]
+    boot = rep.exponent_seed_bootstrap
     assert boot["seeds"] == 3 and boot["runs"] == 45 and boot["n_boot_failed"] == 0
     assert abs(boot["a"] - a_true) < 0.03 and boot["ci"][0] <= boot["a"] <= boot["ci"][1]
     # GLS with the seeds' covariance plus the budgets' scatter: on a noiseless law the optima sit on the
@@ -421,19 +424,19 @@ def test_report_averages_seeds_and_measures_their_noise(tmp_path):
     # here wider than the seed-noise-only interval (t on 3 df and τ² > 0); not guaranteed in general
     assert scatter["ci"][1] - scatter["ci"][0] >= boot["ci"][1] - boot["ci"][0]
     # seed 0 alone, as a one-seed sweep: exactly replicate 0's points, and no replicate analysis
-    one = sweep.select_replicates(db, [0], tmp_path / "one.db")
-    points = sweep.isoflop_points(db)
-    pd.testing.assert_frame_equal(sweep.isoflop_points(one), points[points["replicate"] == 0].reset_index(drop=True))
-    assert sweep.report(one)["finished"] == 45 and sweep.replicate_noise(one)["seed_sd"] is None
-    assert sweep.seed_bootstrap(one)["a"] is None
+    one = sweeps.select_replicates(db, [0], tmp_path / "one.db")
+    points = sweeps.isoflop_points(db)
+    pd.testing.assert_frame_equal(sweeps.isoflop_points(one), points[points["replicate"] == 0].reset_index(drop=True))
+    assert sweeps.report(one).finished == 45 and sweeps.replicate_noise(one)["seed_sd"] is None
+    assert sweeps.seed_bootstrap(one)["a"] is None
     # ... which is what exponent_by_seed(noise="fallback") analyses for seed 0
-    assert sweep.exponent_by_seed(db, noise="fallback")[0]["a"] == sweep.exponent(one)["a"]
+    assert sweeps.exponent_by_seed(db, noise="fallback")[0]["a"] == sweeps.exponent(one)["a"]
     with pytest.raises(UserError, match="noise must be measured or fallback"):
-        sweep.exponent_by_seed(db, noise="pooled")
+        sweeps.exponent_by_seed(db, noise="pooled")
     with pytest.raises(UserError, match="no such sweep database"):
-        sweep.select_replicates(tmp_path / "none.db", [0], tmp_path / "x.db")
+        sweeps.select_replicates(tmp_path / "none.db", [0], tmp_path / "x.db")
     # the same data as two "sweeps": a difference of 0 by every estimator, seeds included
-    diffs = sweep.exponent_differences(db, db)
+    diffs = sweeps.exponent_differences(db, db)
     assert diffs["seeds"]["assumption_holds"] and diffs["seeds"]["difference"] == 0
     assert diffs["seeds"]["ci"][0] < 0 < diffs["seeds"]["ci"][1]
     assert diffs["seeds_scatter"]["difference"] == 0 and diffs["seeds_scatter"]["ci"][0] < 0
@@ -453,12 +456,12 @@ def test_report_needs_budgets_and_a_real_database(tmp_path, capsys):
 
 
 def test_workbook_full_profile_points_at_committed_results(tmp_path):
-    out = sweep.workbook_sweeps("full", tmp_path)
-    assert set(out) == set(sweep.WORKBOOK_PRESETS)
+    out = notebook_sweeps.workbook_sweeps("full", tmp_path)
+    assert set(out) == set(notebook_sweeps.WORKBOOK_PRESETS)
     for path in out.values():
         assert path is None or (path.is_file() and path.parent.name == "sweeps")
     with pytest.raises(Exception, match="smoke or full"):
-        sweep.workbook_sweeps("cpu", tmp_path)
+        notebook_sweeps.workbook_sweeps("cpu", tmp_path)
 
 
 @pytest.mark.parametrize("preset", sweep.PRESETS)
@@ -466,7 +469,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     from dataclasses import replace
 
     from scalinglab.accounting.decoder import flops_per_token
-    from scalinglab.training.loop import TrainConfig, train
+    from scalinglab.training.loop import train
 
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), shapes_by_preset={}, kaplan_warmup_tokens=2048,
@@ -476,7 +479,7 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     run = runs[0]  # one run, or (preset schedules) four alike but for the schedule
     assert len(runs) == (len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1)
     tokens = np.random.default_rng(0).integers(0, 512, 50_000).astype(np.uint16)
-    res = train(GPTConfig(**run.model), TrainConfig(**run.train), tokens, tokens[:4_000])
+    res = train(GPTConfig(**run.model), run.train, tokens, tokens[:4_000])
     c = sweep.cost(preset, prof, vocab_size=512)
     fpt = flops_per_token(16, 1, 512, seq_len=prof.seq_len).with_attention
     k = len(runs)
@@ -500,8 +503,9 @@ def test_planning_and_reports_do_not_import_torch(tmp_path):
     prof = sweep.get_profile("smoke")
     store.register_plan(con, "hoffmann", prof, sweep.plan("hoffmann", prof, 512), 512)
     con.close()
-    code = ("import sys; from scalinglab.training import sweep; sweep.plan('hoffmann', 'cpu', 1024); "
-            "sweep.cost('kaplan', 'cpu', 1024); sweep.report(sys.argv[1]); print('torch' in sys.modules)")
+    code = ("import sys; from scalinglab import sweeps; from scalinglab.training import sweep; "
+            "sweep.plan('hoffmann', 'cpu', 1024); "
+            "sweep.cost('kaplan', 'cpu', 1024); sweeps.report(sys.argv[1]); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -530,18 +534,18 @@ def test_report_text_warns_when_budgets_share_runs(capsys):
     # resamples are counted where there are any (the kaplan envelope loses about a third).
     from pathlib import Path
 
-    sweeps = Path(__file__).resolve().parents[1] / "data" / "sweeps"
-    assert main(["sweep-report", "--db", str(sweeps / "kaplan.db")]) == 0
+    folder = Path(__file__).resolve().parents[1] / "data" / "sweeps"
+    assert main(["sweep-report", "--db", str(folder / "kaplan.db")]) == 0
     kaplan = capsys.readouterr().out
-    runs = sweep.budget_sharing(sweeps / "kaplan.db")["runs"]
+    runs = sweeps.budget_sharing(folder / "kaplan.db")["runs"]
     assert f"{runs} of {runs} runs give a point at more than one budget" in kaplan
     assert "resamples left fewer than 2 sizes and were dropped" in kaplan
-    assert main(["sweep-report", "--db", str(sweeps / "hoffmann.db")]) == 0
+    assert main(["sweep-report", "--db", str(folder / "hoffmann.db")]) == 0
     hoffmann = capsys.readouterr().out
     assert "more than one budget" not in hoffmann
     # committed with seeds: both reports give the measured noise and the seed bootstrap, not the fallback
     for text, db in ((kaplan, "kaplan.db"), (hoffmann, "hoffmann.db")):
-        seeds = sweep.replicate_noise(sweeps / db)["seeds"]
+        seeds = sweeps.replicate_noise(folder / db)["seeds"]
         assert seeds > 1 and f"seeds: up to {seeds} per point" in text
         assert f"resampling each run's {seeds} seeds" in text and "each seed's runs alone" in text
         assert "with the budgets' scatter about the line added" in text

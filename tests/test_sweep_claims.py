@@ -13,6 +13,7 @@ import time
 
 import pytest
 import torch
+from scalinglab import sweeps
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.training import sweep
@@ -82,8 +83,8 @@ def test_an_old_database_gains_the_claim_columns_and_stays_readable(tmp_path):
     sweep.register_plan(con, "hoffmann", prof, sweep.plan("hoffmann", prof, 512), 512)
     con.close()
     before = db.read_bytes()
-    sweep.report(db)
-    sweep.isoflop_points(db)
+    sweeps.report(db)
+    sweeps.isoflop_points(db)
     assert db.read_bytes() == before
     con = sweep.connect(db)
     cols = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
@@ -266,7 +267,7 @@ def test_a_damaged_finished_run_is_refused_by_readers_and_retrained_by_the_sweep
                                                                                   capsys):
     db = tmp_path / "h.db"
     sweep.run_sweep("hoffmann", "smoke", db, max_runs=2, progress=False)
-    points = sweep.isoflop_points(db)
+    points = sweeps.isoflop_points(db)
     run_id = points["run_id"].iloc[0]
     if damage == "spec":
         _damage(db, "UPDATE runs SET spec = '{\"run_id\": \"x\", broken' WHERE run_id = ?", run_id)
@@ -276,7 +277,7 @@ def test_a_damaged_finished_run_is_refused_by_readers_and_retrained_by_the_sweep
         value = {"negative": "-1.5", "inf": "9e999", "nan_text": "'NaN'"}[damage]
         _damage(db, f"UPDATE curves SET loss = {value} WHERE run_id = ? AND step = "
                     "(SELECT MAX(step) FROM curves WHERE run_id = ?)", run_id, run_id)
-    for read in (sweep.isoflop_points, sweep.loss_curves, sweep.report):
+    for read in (sweeps.isoflop_points, sweeps.loss_curves, sweeps.report):
         with pytest.raises(UserError, match=re.escape(f"{db}: run {run_id} has ")) as exc:
             read(db)
         assert "\n" not in str(exc.value)
@@ -289,7 +290,7 @@ def test_a_damaged_finished_run_is_refused_by_readers_and_retrained_by_the_sweep
     assert _rows(db)[run_id][0] == "planned"
     sweep.run_sweep("hoffmann", "smoke", db, max_runs=1, progress=False)
     assert _rows(db)[run_id][0] == "finished"
-    after = sweep.isoflop_points(db)
+    after = sweeps.isoflop_points(db)
     assert after.equals(points)
 
 

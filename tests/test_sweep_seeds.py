@@ -1,9 +1,9 @@
-"""The seed-noise and exponent tables of notebook 02, section 5 (scalinglab.training.sweep.seeds), on hand-made inputs."""
+"""The seed-noise and exponent tables of notebook 02, section 5 (scalinglab.sweeps.seeds), on hand-made inputs."""
 
 import numpy as np
 import pandas as pd
 import pytest
-from scalinglab.training.sweep import seeds
+from scalinglab.sweeps import seeds
 
 
 def _points():

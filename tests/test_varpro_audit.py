@@ -225,7 +225,7 @@ def test_local_parabola_sd_sees_noise_not_misfit():
     from scalinglab.fitting import isoflop
 
     clean, noisy = _dense(0.0), _dense(0.01)
-    whole = isoflop._pooled_parabola_sd(isoflop._budgets(clean, "N", "C", "loss"), "loss", "N")
+    whole = isoflop.pooled_parabola_sd(isoflop.budget_groups(clean, "N", "C", "loss"), "loss", "N")
     # On noise-free losses over 3 decades the whole-budget parabola residual is ~0.01 nats of
     # pure misfit; quadratics over 5 neighbouring sizes (0.075 decades apart) leave ~1e-4 or less.
     assert whole > 0.005 and isoflop.local_parabola_sd(clean, "N", "C", "loss") < 1e-3

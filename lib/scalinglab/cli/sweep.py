@@ -1,4 +1,5 @@
-"""`scalinglab sweep`, `sweep-report` and `ladder-report`: isoFLOP training sweeps from the shell."""
+"""`scalinglab sweep`, `sweep-report` and `ladder-report`: isoFLOP training sweeps from the shell (training:
+``scalinglab.training.sweep``; reading the results: ``scalinglab.sweeps``)."""
 
 from __future__ import annotations
 
@@ -91,7 +92,9 @@ def _sweep(args) -> int:
 
         print(describe_family(args.db))
         return 0
-    _print_report(sweep.report(args.db), args.json)
+    from scalinglab.sweeps import report
+
+    _print_report(report(args.db), args.json)
     return 0
 
 
@@ -109,7 +112,7 @@ def _ladder(args) -> int:
 
 
 def _report(args) -> int:
-    from scalinglab.training import sweep
+    from scalinglab.sweeps import report
 
-    _print_report(sweep.report(args.db), args.json)
+    _print_report(report(args.db), args.json)
     return 0

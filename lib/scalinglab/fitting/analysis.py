@@ -183,7 +183,7 @@ def _misfit_warning(g, cols, labels) -> list[str]:
     from scalinglab.fitting import isoflop
 
     try:
-        whole = isoflop._pooled_parabola_sd(isoflop._budgets(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
+        whole = isoflop.pooled_parabola_sd(isoflop.budget_groups(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
                                             cols["n"])
     except UserError:  # no budget with more than 3 sizes: the bootstrap already refused
         return []

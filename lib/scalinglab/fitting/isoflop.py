@@ -82,7 +82,7 @@ def _check_replicates(replicates: str) -> None:
         raise UserError(f"isoFLOP replicates must be one of {', '.join(REPLICATES)}, not {replicates!r}")
 
 
-def _budgets(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str,
+def budget_groups(df: pd.DataFrame, n_col: str, c_col: str, loss_col: str,
              replicates: str = "min") -> list[tuple[float, pd.DataFrame]]:
     """(budget, its runs sorted by N), one row per (N, C): the lowest loss of the runs that share it, or
     their mean (``replicates``), with ``_k`` the number of runs behind the row."""
@@ -268,7 +268,7 @@ def _noisy_parabola_optima(log_n: np.ndarray, loss: np.ndarray, sd: np.ndarray, 
     return _vertex(log_n, x0, *coef)
 
 
-def _pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str, n_col: str) -> float:
+def pooled_parabola_sd(groups: list[tuple[float, pd.DataFrame]], loss_col: str, n_col: str) -> float:
     """Residual sd of per-budget quadratics in log N (the default bootstrap noise)."""
     resid, dof = 0.0, 0
     for _, g in groups:
@@ -286,12 +286,12 @@ def local_parabola_sd(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", 
                       window: int = 5, replicates: str = "min") -> float:
     """Residual sd of quadratics fitted to every ``window`` consecutive sizes of each budget, pooled.
 
-    What the default bootstrap noise (:func:`_pooled_parabola_sd`, one parabola per budget) would be without
+    What the default bootstrap noise (:func:`pooled_parabola_sd`, one parabola per budget) would be without
     the parabola's misfit: over a few neighbouring sizes a smooth curve is nearly quadratic, so on a dense
     grid of noise-free losses this is ~0 while the whole-budget residual is all misfit. NaN when no budget
     has more than 3 sizes."""
     ms = []
-    for _, g in _budgets(df, n_col, c_col, loss_col, replicates):
+    for _, g in budget_groups(df, n_col, c_col, loss_col, replicates):
         x, y = np.log(g[n_col].to_numpy()), g[loss_col].to_numpy()
         m = min(window, len(x))
         if m <= 3:
@@ -351,10 +351,10 @@ def budget_optima(
     """
     _check_method(method)
     check_resample_count(n_boot)
-    groups = _budgets(df, n_col, c_col, loss_col, replicates)
+    groups = budget_groups(df, n_col, c_col, loss_col, replicates)
     if n_boot > 0 and noise is None:
         measured = seed_noise(df, n_col, c_col, loss_col) if replicates == "mean" else None
-        noise = measured.at if measured and measured.dof else _pooled_parabola_sd(groups, loss_col, n_col)
+        noise = measured.at if measured and measured.dof else pooled_parabola_sd(groups, loss_col, n_col)
     rng = np.random.default_rng(seed)
 
     rows = []
@@ -647,7 +647,7 @@ def fitted_curves(df: pd.DataFrame, n_col: str = "n", c_col: str = "flops", loss
     """Each budget's fitted loss curve on the estimator's grid (for plots): flops, n, loss."""
     _check_method(method)
     parts = []
-    for c, g in _budgets(df, n_col, c_col, loss_col, replicates):
+    for c, g in budget_groups(df, n_col, c_col, loss_col, replicates):
         if len(g) < 3:
             continue
         log_n, log_loss = np.log(g[n_col].to_numpy()), np.log(g[loss_col].to_numpy())

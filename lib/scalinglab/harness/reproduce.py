@@ -33,12 +33,13 @@ def sweep_profile_for(choice: str) -> str | None:
 
 
 def run_sweeps(profile: str, sweep_dir: Path) -> None:
-    from scalinglab.training import sweep
+    from scalinglab.harness.sweeps import WORKBOOK_PRESETS
+    from scalinglab.training.sweep.launch import run_sweep
 
-    for preset in sweep.WORKBOOK_PRESETS:  # the sweeps the notebooks read
+    for preset in WORKBOOK_PRESETS:  # the sweeps the notebooks read
         db = sweep_dir / f"{preset}.db"
         print(f"== sweep {preset} ({profile}) -> {db}", flush=True)
-        sweep.run_sweep(preset, profile, db)
+        run_sweep(preset, profile, db)
 
 
 def notebook_parameters(declared: set[str], profile: str, sweep_dir: Path | None) -> dict:

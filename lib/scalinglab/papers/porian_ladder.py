@@ -14,9 +14,7 @@ the two steps' draws, paired by shape for step 1, which re-reads step 0's runs, 
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +23,9 @@ import pandas as pd
 
 from scalinglab.accounting.decoder import step_at
 from scalinglab.errors import UserError
-from scalinglab.files import sweep_database
 from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
 from scalinglab.serialization import to_jsonable
+from scalinglab.sweeps import NON_EMBEDDING_PRESETS, SweepStore
 
 # step, database (preset), Porian et al.'s step (papers.porian.STEPS), what changes
 STEPS = (
@@ -45,18 +43,15 @@ N_BOOT = 1000
 def _read(db: Path, standard: bool) -> tuple[pd.DataFrame, int]:
     """Seed-mean isoFLOP points (shape, n, flops, loss, seeds) of a finished-run database, and its vocabulary.
     ``standard``: step 1's reading of a ladder0 database (standard N, its standard budgets)."""
-    sweep_database(db)
-    try:
-        with sqlite3.connect(db) as con:
-            vocab = json.loads(con.execute("SELECT value FROM sweep WHERE key = 'vocab_size'").fetchone()[0])
-            runs = con.execute("SELECT run_id, width, depth, n_non_embedding, n_standard, spec FROM runs "
-                               "WHERE status = 'finished'").fetchall()
-            curves = pd.read_sql_query("SELECT run_id, step, tokens, budget, loss FROM curves", con)
-    except (sqlite3.DatabaseError, TypeError) as exc:
-        raise UserError(f"{db}: not a sweep database ({exc})") from None
+    store = SweepStore(db)
+    vocab = store.meta().get("vocab_size")
+    if vocab is None:
+        raise UserError(f"{db}: not a sweep database (its sweep table has no vocab_size)")
+    runs = [(r["run_id"], r["width"], r["depth"], r["n_non_embedding"], r["n_standard"], r["spec"])
+            for r in store.runs(finished_only=True)]
+    curves = store.dense_curves()[["run_id", "step", "tokens", "budget", "loss"]]
     rows = []
     for run_id, width, depth, n_ne, n_std, spec in runs:
-        spec = json.loads(spec)
         curve = curves[curves["run_id"] == run_id]
         shape = f"w{width}-d{depth}"
         if standard:
@@ -66,7 +61,7 @@ def _read(db: Path, standard: bool) -> tuple[pd.DataFrame, int]:
                 if len(at):
                     rows.append((shape, run_id, float(n_std), float(c), float(at["loss"].iloc[0])))
         else:
-            n = n_ne if spec["preset"] in ("kaplan", "ladder0") else n_std
+            n = n_ne if spec["preset"] in NON_EMBEDDING_PRESETS else n_std
             for c, loss in curve.loc[curve["budget"].notna(), ["budget", "loss"]].itertuples(index=False):
                 rows.append((shape, run_id, float(n), float(c), float(loss)))
     pts = pd.DataFrame(rows, columns=["shape", "run_id", "n", "flops", "loss"])
@@ -283,8 +278,5 @@ def compute_used(folder: Path | str) -> dict[str, dict]:
     for preset in dict.fromkeys(p for _, p, _, _ in STEPS):
         db = Path(folder) / f"{preset}.db"
         if db.is_file():
-            with sqlite3.connect(db) as con:
-                runs, seconds, largest = con.execute("SELECT COUNT(*), COALESCE(SUM(seconds), 0), MAX(n_total) "
-                                                     "FROM runs WHERE status = 'finished'").fetchone()
-            out[preset] = dict(runs=int(runs), seconds=float(seconds), largest=largest)
+            out[preset] = SweepStore(db).usage()
     return out

@@ -1,2 +1,3 @@
 """Training small GPTs: the model, its loop, the Gutenberg corpus and tokenizers, and isoFLOP
-sweeps (plan, store, launch, report). torch is imported inside the modules that need it."""
+sweeps (plan, store, launch; their results are read by scalinglab.sweeps). torch is imported inside the
+modules that need it."""

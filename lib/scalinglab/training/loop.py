@@ -29,7 +29,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,36 +38,9 @@ import torch
 # step_at and gpu_peak live with the FLOP accounting, so that sweep planning and reports need no torch
 from scalinglab.accounting.decoder import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
 from scalinglab.errors import UserError
-from scalinglab.schedules import SCHEDULES, Schedule  # noqa: F401 (SCHEDULES re-exported)
+from scalinglab.schedules import SCHEDULES  # noqa: F401 (re-exported)
+from scalinglab.training.config import TrainConfig, schedule_of  # noqa: F401 (re-exported)
 from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
-
-
-@dataclass
-class TrainConfig:
-    lr: float = 1e-3
-    min_lr_ratio: float = 0.1      # cosine and wsd end at this fraction of the peak
-    schedule: str = "cosine"       # constant | cosine | wsd | step (scalinglab.schedules)
-    cooldown: float = 0.2          # wsd: the last fraction of the run, decayed linearly
-    drop_at: float = 0.5           # step: where the rate drops, as a fraction of the run
-    drop_factor: float = 0.1       # step: the rate after the drop, as a fraction of the peak
-    warmup_tokens: int = 0
-    total_tokens: int = 1_000_000  # the run's length (cosine decays to it)
-    batch_size: int = 32           # sequences per step
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    eval_at_tokens: list[int] = field(default_factory=list)  # the run's end is always evaluated
-    eval_tokens: int = 65_536      # validation tokens per evaluation (a fixed prefix of val)
-    eval_batch_size: int = 64
-    seed: int = 0
-    device: str = "auto"           # auto | cpu | cuda
-    compile: bool | None = None    # None: on CUDA only
-    checkpoint_every_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        schedule_of(self, 1)  # refuses an unknown schedule or parameters out of range
 
 
 @dataclass
@@ -79,13 +52,6 @@ class TrainResult:
     seconds: float
     device: str
     tokens_per_s: float
-
-
-def schedule_of(cfg: TrainConfig, tokens_per_step: int) -> Schedule:
-    """The run's learning-rate schedule, in tokens: the function the loop takes every step's rate from."""
-    return Schedule(cfg.schedule, peak=cfg.lr, total=cfg.total_tokens, warmup=cfg.warmup_tokens,
-                    step_size=tokens_per_step, min_lr_ratio=cfg.min_lr_ratio, cooldown=cfg.cooldown,
-                    drop_at=cfg.drop_at, drop_factor=cfg.drop_factor)
 
 
 def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
@@ -175,7 +141,7 @@ def _resume(checkpoint: Path, device: str, model: GPT, optimizer, cfg: TrainConf
     saved = state.get("meta") if isinstance(state.get("meta"), dict) else {}
     if "run_id" in saved and "run_id" in meta and saved["run_id"] != meta["run_id"]:
         raise bad(f"it is run {saved.get('run_id')!r}'s, not {meta.get('run_id')!r}'s")
-    saved_train, train_cfg = saved.get("train"), asdict(cfg)
+    saved_train, train_cfg = saved.get("train"), cfg.to_dict()
     if isinstance(saved_train, dict):
         differ = sorted(k for k in set(saved_train) & set(train_cfg) - _RESUME_FREE if saved_train[k] != train_cfg[k])
         if differ:
@@ -234,7 +200,7 @@ def train(model_cfg: GPTConfig, cfg: TrainConfig, train_tokens: np.ndarray, val_
     optimizer = make_optimizer(model, cfg, device)
     step, curve, elapsed, train_acc = 0, [], 0.0, [0.0, 0]  # train_acc: sum and count of losses since the last row
     checkpoint = Path(checkpoint) if checkpoint else None
-    run_meta = dict(meta or {}, train=asdict(cfg))
+    run_meta = dict(meta or {}, train=cfg.to_dict())
     if checkpoint and checkpoint.is_file():
         step, curve, elapsed, train_acc = _resume(checkpoint, device, model, optimizer, cfg, run_meta, eval_steps)
     schedule, eval_at = schedule_of(cfg, tokens_per_step), set(eval_steps)

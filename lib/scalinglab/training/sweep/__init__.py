@@ -1,4 +1,4 @@
-"""IsoFLOP training sweeps of small GPTs, Kaplan-style and Hoffmann-style.
+"""IsoFLOP training sweeps of small GPTs, Kaplan-style and Hoffmann-style: plan, launch, store.
 
 A sweep is a grid of compute budgets x model shapes under one *preset*:
 
@@ -42,6 +42,9 @@ finished runs and resumes the others from their checkpoints,
 ``<db>.runs/<run_id>.pt`` (each finished run's final weights stay there, for
 ``scalinglab.training.model.load_checkpoint``). ``launcher="submitit"`` sends the runs to SLURM (or
 submitit's local executor) as independent jobs.
+
+Reading the results (isoFLOP points, curves, exponents, the report) is ``scalinglab.sweeps``; the notebooks'
+choice of sweeps is ``scalinglab.harness.sweeps``.
 """
 
 
@@ -55,21 +58,14 @@ from scalinglab.training.sweep.launch import (  # noqa: F401
     versions,
 )
 from scalinglab.training.sweep.plan import (  # noqa: F401
-    BLOCK_BOOT,
-    ENVELOPE_BOOT,
-    ISOFLOP_BOOT,
     LADDER,
     LAUNCHERS,
     MIN_STEPS,
     NON_EMBEDDING_PRESETS,
-    PORIAN_STEPS,
     PRESET_CONFIG,
     PRESETS,
     PROFILES,
     SCHEDULE_FAMILY,
-    SEED_BOOT,
-    WORKBOOK_PRESETS,
-    WORKBOOK_SMOKE_SEEDS,
     Profile,
     RunSpec,
     check_preset,
@@ -80,20 +76,6 @@ from scalinglab.training.sweep.plan import (  # noqa: F401
     get_profile,
     plan,
 )
-from scalinglab.training.sweep.report import (  # noqa: F401
-    budget_sharing,
-    envelope_exponent,
-    exponent,
-    exponent_by_seed,
-    exponent_differences,
-    isoflop_points,
-    loss_curves,
-    replicate_noise,
-    report,
-    seed_bootstrap,
-    select_replicates,
-    workbook_sweeps,
-)
 from scalinglab.training.sweep.store import (  # noqa: F401
     SCHEMA,
     connect,
@@ -101,6 +83,7 @@ from scalinglab.training.sweep.store import (  # noqa: F401
     record_result,
     register_plan,
     spec_from_dict,
+    spec_to_dict,
     summary_counts,
     sweep_meta,
 )

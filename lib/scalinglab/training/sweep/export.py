@@ -19,26 +19,20 @@ from pathlib import Path
 
 from scalinglab.data import sha256_of
 from scalinglab.errors import UserError
-from scalinglab.files import sweep_database
 
 MANIFEST_VERSION = 1
 
 
-_FAMILY_SQL = ("SELECT run_id, width, depth, n_non_embedding, n_standard, n_total, budget, final_loss, tokens, "
-               "seconds, git_commit, profile, status FROM runs ORDER BY n_standard, run_id")
+_FAMILY = ("run_id", "width", "depth", "n_non_embedding", "n_standard", "n_total", "budget", "final_loss",
+           "tokens", "seconds", "git_commit", "profile", "status")
 
 
 def _family_rows(db_path: Path) -> list[tuple]:
-    import sqlite3
+    """Every planned run, smallest model first: the values of ``_FAMILY``."""
+    from scalinglab.sweeps import SweepStore
 
-    sweep_database(db_path)
-    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
-        return con.execute(_FAMILY_SQL).fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    finally:
-        con.close()
+    runs = sorted(SweepStore(db_path).runs(), key=lambda r: (r["n_standard"], r["run_id"]))
+    return [tuple(r[c] for c in _FAMILY) for r in runs]
 
 
 def describe_family(db_path: Path | str) -> str:

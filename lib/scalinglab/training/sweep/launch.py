@@ -15,12 +15,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 from scalinglab import __version__
 from scalinglab.errors import UserError
-from scalinglab.training.sweep.plan import LAUNCHERS, Profile, RunSpec, check_preset, check_seeds, get_profile, plan
+from scalinglab.training.sweep.plan import (LAUNCHERS, Profile, RunSpec, check_preset, check_seeds, get_profile, plan,
+                                           spec_to_dict)
 from scalinglab.training.sweep.store import (check_identity, claim_next, connect, held_elsewhere, holder, lease_left,
                                              mark_for_retraining, record_result, register_plan, release, renew,
                                              spec_from_dict, summary_counts, sweep_meta)
@@ -108,7 +108,7 @@ def run_job(spec_dict: dict, checkpoint: str, claim: dict | None = None) -> dict
     import torch
 
     from scalinglab.training.model import GPTConfig
-    from scalinglab.training.loop import CheckpointError, TrainConfig, resolve_device, train
+    from scalinglab.training.loop import CheckpointError, resolve_device, train
 
     spec = spec_from_dict(spec_dict)
     prof = get_profile(spec.profile)
@@ -117,7 +117,7 @@ def run_job(spec_dict: dict, checkpoint: str, claim: dict | None = None) -> dict
         torch.set_num_threads(prof.threads)
     _, train_tokens, val_tokens = load_tokens(prof)
     model_cfg = GPTConfig(**spec.model)
-    train_cfg = TrainConfig(**spec.train)
+    train_cfg = spec.train
     ckpt = Path(checkpoint)
     meta = dict(run_id=spec.run_id, preset=spec.preset, profile=spec.profile, tokenizer=prof.tokenizer,
                 n_non_embedding=spec.n_non_embedding, n_standard=spec.n_standard)
@@ -232,7 +232,7 @@ class _Claims:
         time.sleep(min(max(self.lease_s / 8, 0.2), 5.0))
 
     def job_args(self, spec: RunSpec) -> tuple:
-        return (asdict(spec), str(checkpoint_path(self.db_path, spec.run_id)),
+        return (spec_to_dict(spec), str(checkpoint_path(self.db_path, spec.run_id)),
                 dict(db=str(self.db_path), owner=self.owner))
 
     def record(self, spec: RunSpec, result: dict) -> None:

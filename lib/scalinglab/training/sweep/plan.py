@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from scalinglab.errors import UserError
 from scalinglab.accounting.decoder import count_params
+from scalinglab.training.config import TrainConfig
 
 
 # Porian et al.'s ladder on our own runs, one change per step. Per preset: N counted
@@ -40,27 +41,10 @@ PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **L
                  "optimal": ("standard", "short", "cosine", True),
                  "schedules": ("standard", "short", "family", True)}
 PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal", "schedules")
-# Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points.
+# Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points (the
+# reader's copy, scalinglab.sweeps.schema.NON_EMBEDDING_PRESETS, must agree: tests/test_sweep_store.py).
 NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
-# The steps of Porian et al.'s ladder (scalinglab.porian.STEPS) each preset corresponds to, for its targets.
-# kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long fixed
-# horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
-# lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
-PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr"),
-                "ladder0": ("kaplan_reproduction", "plus_head"), "ladder2": ("plus_short_warmup",),
-                "ladder3": ("plus_cosine",), "ladder4": ("tuned_constant_lr",)}
-
 LAUNCHERS = ("local", "submitit")
-# Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
-# each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
-# (its intervals are percentiles, which a few hundred resamples move in the second decimal).
-ISOFLOP_BOOT = 200
-ENVELOPE_BOOT = 1000
-BLOCK_BOOT = 1000  # exponent_differences' block bootstrap over shapes (spline, about a second per sweep)
-SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
-# The notebooks' smoke sweeps train two seeds, so CI runs the replicate analysis the committed sweeps need.
-WORKBOOK_SMOKE_SEEDS = 2
-WORKBOOK_PRESETS = ("kaplan", "hoffmann")  # the sweeps the notebooks read (the ladder's have their own databases)
 
 
 @dataclass(frozen=True)
@@ -238,9 +222,9 @@ def cost(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -
         t = r.train
         fpt = flops_per_token(r.width, r.depth, vocab_size, seq_len=prof.seq_len).with_attention
         # the steps and evaluations scalinglab.training.loop.train makes: whole steps, the end evaluated once
-        per_step = t["batch_size"] * prof.seq_len
-        steps = step_at(t["total_tokens"], per_step)
-        evals = len({min(steps, step_at(e, per_step)) for e in t["eval_at_tokens"]} | {steps})
+        per_step = t.batch_size * prof.seq_len
+        steps = step_at(t.total_tokens, per_step)
+        evals = len({min(steps, step_at(e, per_step)) for e in t.eval_at_tokens} | {steps})
         out["runs"] += 1
         out["tokens"] += steps * per_step
         out["steps"] += steps
@@ -309,10 +293,37 @@ class RunSpec:
     n_standard: int
     n_total: int
     model: dict
-    train: dict
+    train: TrainConfig             # stored as JSON by spec_to_dict (the fields SPEC_TRAIN_FIELDS names)
     replicate: int = 0             # which of the sweep's seeds (0: the profile's seed; run ids of 0 carry no suffix)
     # ladder0 only: the standard-count budgets (ladder2's) it is also evaluated at, for the ladder's step 1
     standard_budgets: tuple[float, ...] = ()
+
+
+# A stored spec's train fields, in the order it names them: the JSON a sweep database holds, unchanged since the
+# first databases (so committed ones resume and their specs read back equal to the plan's). The schedule's shape
+# (SCHEDULE_SHAPE) is named only by the schedules preset, whose runs vary it; other presets' runs use the defaults
+# and their stored specs, older than these parameters, do not name them. TrainConfig's other fields (beta1, eps,
+# weight_decay, grad_clip, eval_batch_size) are the defaults in every plan and never stored.
+SCHEDULE_SHAPE = ("min_lr_ratio", "cooldown", "drop_at", "drop_factor")
+SPEC_TRAIN_FIELDS = ("eval_tokens", "seed", "device", "checkpoint_every_s", "compile", "lr", "schedule",
+                     *SCHEDULE_SHAPE, "warmup_tokens", "total_tokens", "batch_size", "beta2", "eval_at_tokens")
+
+
+def spec_to_dict(spec: RunSpec) -> dict:
+    """A run's spec as JSON-ready data: what the database stores and a job receives."""
+    train = spec.train.to_dict()
+    names = [k for k in SPEC_TRAIN_FIELDS if spec.preset == "schedules" or k not in SCHEDULE_SHAPE]
+    out = {f.name: getattr(spec, f.name) for f in fields(spec)}
+    out.update(budgets=list(spec.budgets), standard_budgets=list(spec.standard_budgets), model=dict(spec.model),
+               train={k: train[k] for k in names})
+    return out
+
+
+def spec_from_dict(d: dict) -> RunSpec:
+    """The RunSpec a stored spec describes (the inverse of :func:`spec_to_dict`; a spec stored before seeds were
+    planned has replicate 0)."""
+    return RunSpec(**{**d, "budgets": tuple(d["budgets"]), "standard_budgets": tuple(d.get("standard_budgets", ())),
+                      "train": TrainConfig(**d["train"])})
 
 
 # A cosine run needs enough steps for its budget to be met to within 1/(2*MIN_STEPS) (whole steps).
@@ -346,7 +357,7 @@ def plan(preset: str, profile: Profile | str, vocab_size: int, seeds: int = 1) -
         more = {(w, d): k for w, d, k in prof.schedules_seeds} if preset == "schedules" else {}
         return max(seeds, more.get((r.width, r.depth), 1))
 
-    runs = first + [replace(r, run_id=f"{r.run_id}-s{i}", replicate=i, train=dict(r.train, seed=prof.seed + i))
+    runs = first + [replace(r, run_id=f"{r.run_id}-s{i}", replicate=i, train=replace(r.train, seed=prof.seed + i))
                     for r in first for i in range(1, n_seeds(r))]
     return sorted(runs, key=lambda r: (r.budget, r.n_standard, r.replicate))
 
@@ -377,7 +388,7 @@ def _plan_schedules(prof: Profile, vocab_size: int) -> list[RunSpec]:
         for schedule in SCHEDULE_FAMILY:
             # the schedules' shapes (scalinglab.schedules): cosine and WSD end at a tenth of the peak, WSD cools
             # down over the last 20% of the steps, the step schedule drops to a tenth at half-way
-            train = dict(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
+            train = TrainConfig(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device, checkpoint_every_s=30.0,
                          compile=prof.compile, lr=min(prof.optimal_lr_at_64 * 64 / width, prof.max_lr),
                          schedule=schedule, min_lr_ratio=0.1, cooldown=0.2, drop_at=0.5, drop_factor=0.1,
                          warmup_tokens=min(n, tokens // 4), total_tokens=tokens, batch_size=prof.batch_size,
@@ -415,7 +426,7 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
                 standard = tuple(c for c in sorted(prof.budgets.get("ladder2", ()))
                                  if math.ceil(c / (6 * counts.standard)) <= tokens[-1])
                 evals = sorted(set(evals) | {math.ceil(c / (6 * counts.standard)) for c in standard})
-            train = dict(base, lr=prof.kaplan_lr, schedule="constant",
+            train = TrainConfig(**base, lr=prof.kaplan_lr, schedule="constant",
                          warmup_tokens=prof.kaplan_warmup_tokens if warmup == "long" else counts.standard,
                          total_tokens=tokens[-1], batch_size=prof.batch_size, beta2=0.95, eval_at_tokens=evals)
             run_id = f"kaplan-w{width}-d{depth}" if preset == "kaplan" else f"{preset}-w{width}-d{depth}"
@@ -449,7 +460,7 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
                           if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]
             if preset == "optimal":  # a learning curve for each model: every octave of its tokens
                 on_the_way = [tokens >> k for k in range(1, 6) if tokens >> k >= MIN_STEPS * batch * prof.seq_len]
-            train = dict(base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
+            train = TrainConfig(**base, lr=lr, schedule="cosine", warmup_tokens=min(n, tokens // 4), total_tokens=tokens,
                          batch_size=batch, beta2=beta2, eval_at_tokens=sorted(on_the_way) + [tokens])
             runs.append(RunSpec(run_id=f"{preset}-C{c:.3g}-w{width}-d{depth}", budget=c, budgets=(c,),
                                 train=train, **common))

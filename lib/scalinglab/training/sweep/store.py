@@ -1,4 +1,5 @@
-"""The SQLite results database: planned runs, finished runs and their curves, and who is training what.
+"""Writing the SQLite results database: planned runs, finished runs and their curves, and who is training what.
+Its tables are defined in ``scalinglab.sweeps.schema``; results are read through ``scalinglab.sweeps.SweepStore``.
 
 Several processes (``scalinglab sweep`` run twice, on one machine or several sharing the file) share
 a sweep by *claiming* runs: a claim is an owner (``host:pid:token``) and a lease (an expiry time,
@@ -18,41 +19,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scalinglab.errors import UserError
-from scalinglab.training.sweep.plan import NON_EMBEDDING_PRESETS, Profile, RunSpec
+from scalinglab.sweeps.schema import ADDED_COLUMNS, ADDED_CURVE_COLUMNS, SCHEMA  # noqa: F401 (SCHEMA re-exported)
+from scalinglab.sweeps.store import (check_readable, damaged_runs, db_name, summary_counts,  # noqa: F401
+                                     sweep_meta)
+from scalinglab.training.sweep.plan import (NON_EMBEDDING_PRESETS, Profile, RunSpec, spec_from_dict,  # noqa: F401
+                                           spec_to_dict)
 
 
 # --- the database --------------------------------------------------------------------------
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sweep (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, preset TEXT NOT NULL, profile TEXT NOT NULL,
-    width INTEGER NOT NULL, depth INTEGER NOT NULL, budget REAL NOT NULL,
-    n_non_embedding INTEGER NOT NULL, n_standard INTEGER NOT NULL, n_total INTEGER NOT NULL,
-    spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'planned',
-    final_loss REAL, tokens INTEGER, steps INTEGER, seconds REAL, tokens_per_s REAL,
-    device TEXT, versions TEXT, git_commit TEXT, checkpoint TEXT, finished_at TEXT,
-    owner TEXT, lease_until REAL, claims INTEGER NOT NULL DEFAULT 0, finished_by TEXT
-);
-CREATE TABLE IF NOT EXISTS curves (
-    run_id TEXT NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, tokens INTEGER NOT NULL,
-    budget REAL, flops REAL NOT NULL, loss REAL NOT NULL, train_loss REAL, lr REAL, seconds REAL,
-    train_loss_mean REAL, PRIMARY KEY (run_id, step)
-);
-"""
-
-# Columns added since the first schema, with their definitions: a database made before them gets them
-# (ALTER TABLE ... ADD COLUMN) when a sweep opens it; readers never need them.
-#   owner: who holds the run's claim (host:pid:token); lease_until: when the claim expires (Unix seconds);
-#   claims: how many times the run was claimed, i.e. how often training started on it;
-#   finished_by: the owner that recorded its result.
-ADDED_COLUMNS = {"owner": "TEXT", "lease_until": "REAL", "claims": "INTEGER NOT NULL DEFAULT 0",
-                 "finished_by": "TEXT"}
-# The same for curves. train_loss is the training batch's loss at the row's step; train_loss_mean the mean of
-# the batches' losses since the previous row (the training loss smoothed over the logging interval; NULL in
-# rows written before it was kept). lr is the rate of the step that ended at the row's step.
-ADDED_CURVE_COLUMNS = {"train_loss_mean": "REAL"}
-
 
 def connect(db_path: Path | str) -> sqlite3.Connection:
     """The sweep database at ``db_path``, created if new, its schema brought up to date; a UserError that
@@ -116,22 +90,6 @@ def _add_missing_columns(con: sqlite3.Connection) -> None:
         raise
 
 
-def db_name(con: sqlite3.Connection) -> str:
-    """The file behind a connection, for messages."""
-    return next((row[2] for row in con.execute("PRAGMA database_list") if row[1] == "main"), "") or "<memory>"
-
-
-def sweep_meta(con: sqlite3.Connection) -> dict:
-    out = {}
-    for key, value in con.execute("SELECT key, value FROM sweep"):
-        try:
-            out[key] = json.loads(value)
-        except (TypeError, ValueError):
-            raise UserError(f"{db_name(con)}: the sweep table's {key!r} is not JSON ({str(value)[:40]!r}); "
-                            "the database is damaged") from None
-    return out
-
-
 def check_identity(con: sqlite3.Connection, preset: str, profile: str) -> None:
     """Refuse a database made for another sweep (cheap: run it before tokenizing)."""
     meta = sweep_meta(con)
@@ -155,7 +113,7 @@ def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: lis
             "INSERT OR IGNORE INTO runs (run_id, preset, profile, width, depth, budget, n_non_embedding, "
             "n_standard, n_total, spec) VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(r.run_id, r.preset, r.profile, r.width, r.depth, r.budget, r.n_non_embedding, r.n_standard,
-              r.n_total, json.dumps(asdict(r))) for r in runs])
+              r.n_total, json.dumps(spec_to_dict(r))) for r in runs])
 
 
 def possible_loss(x) -> bool:
@@ -224,16 +182,6 @@ def pending(con: sqlite3.Connection) -> list[RunSpec]:
     complete replicates."""
     rows = con.execute("SELECT run_id, spec FROM runs WHERE status != 'finished'").fetchall()
     return sorted((_spec(con, r, s) for r, s in rows), key=_order)
-
-
-def spec_from_dict(d: dict) -> RunSpec:
-    return RunSpec(**{**d, "budgets": tuple(d["budgets"]), "standard_budgets": tuple(d.get("standard_budgets", ()))})
-
-
-def summary_counts(con: sqlite3.Connection) -> dict:
-    planned, finished = con.execute(
-        "SELECT COUNT(*), COALESCE(SUM(status = 'finished'), 0) FROM runs").fetchone()
-    return dict(planned=planned, finished=finished)
 
 
 # --- claims --------------------------------------------------------------------------------
@@ -325,42 +273,7 @@ def holder(db_path: Path | str, run_id: str) -> str | None:
     return None if row is None or row[1] == "finished" else row[0]
 
 
-# --- damage --------------------------------------------------------------------------------
-
-_IMPOSSIBLE = "NOT (typeof({0}) IN ('real', 'integer') AND {0} >= 0 AND {0} < 9e999)"
-
-
-def damaged_runs(con: sqlite3.Connection, finished_only: bool = True) -> dict[str, str]:
-    """Runs whose rows cannot be trusted: {run_id: why}. A spec that is not JSON, or an impossible loss
-    (NaN, infinite, negative or not a number) in a finished run's final loss or curve."""
-    where = "status = 'finished' AND " if finished_only else ""
-    out = {}
-    for run_id, spec in con.execute(f"SELECT run_id, spec FROM runs WHERE {where}NOT json_valid(spec)"):
-        out[run_id] = f"a broken spec (not JSON: {str(spec)[:40]!r})"
-    for run_id, loss in con.execute(f"SELECT run_id, final_loss FROM runs WHERE status = 'finished' AND "
-                                    f"final_loss IS NOT NULL AND {_IMPOSSIBLE.format('final_loss')}"):
-        out.setdefault(run_id, f"an impossible final loss {loss!r}")
-    for run_id, step, loss in con.execute(
-            f"SELECT c.run_id, c.step, c.loss FROM curves c JOIN runs r USING (run_id) WHERE r.status = 'finished' "
-            f"AND {_IMPOSSIBLE.format('c.loss')} ORDER BY c.run_id, c.step"):
-        out.setdefault(run_id, f"an impossible loss {loss!r} at step {step}")
-    # Every finished run recorded its curve in the same transaction: one without any lost it since (a curves
-    # table dropped and recreated empty reported the sweep as complete).
-    for (run_id,) in con.execute("SELECT run_id FROM runs r WHERE status = 'finished' AND NOT EXISTS "
-                                 "(SELECT 1 FROM curves c WHERE c.run_id = r.run_id)"):
-        out.setdefault(run_id, "no curve rows (its curve was lost from the database)")
-    return out
-
-
-def check_readable(con: sqlite3.Connection, db_path: Path | str | None = None) -> None:
-    """Refuse, in one line naming the database and the run, a database whose finished runs are damaged."""
-    bad = damaged_runs(con)
-    if bad:
-        run_id, why = next(iter(bad.items()))
-        more = f" (and {len(bad) - 1} more run(s))" if len(bad) > 1 else ""
-        raise UserError(f"{db_path or db_name(con)}: run {run_id} has {why}{more}; rerun `scalinglab sweep` "
-                        "on this database to retrain it")
-
+# --- damage (found by scalinglab.sweeps.store.damaged_runs) ----------------------------------
 
 def mark_for_retraining(con: sqlite3.Connection, planned: dict[str, RunSpec]) -> list[str]:
     """Damaged runs of this sweep back to planned, their specs rewritten from ``planned`` (run id -> spec)
@@ -384,7 +297,7 @@ def mark_for_retraining(con: sqlite3.Connection, planned: dict[str, RunSpec]) ->
             con.execute("DELETE FROM curves WHERE run_id = ?", (run_id,))
             con.execute("UPDATE runs SET spec = ?, status = 'planned', final_loss = NULL, tokens = NULL, "
                         "steps = NULL, seconds = NULL, tokens_per_s = NULL, finished_at = NULL, finished_by = NULL "
-                        "WHERE run_id = ?", (json.dumps(asdict(planned[run_id])), run_id))
+                        "WHERE run_id = ?", (json.dumps(spec_to_dict(planned[run_id])), run_id))
             notes.append(f"{db_name(con)}: run {run_id} had {why}; marked for retraining")
         con.execute("COMMIT")
     except BaseException:

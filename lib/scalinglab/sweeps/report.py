@@ -1,28 +1,65 @@
 """A sweep database's report (what `scalinglab sweep-report` prints): planned and finished runs, the
-throughput (computed here from the runs' specs), and the compute-optimal exponent by every estimator, each shaped ``{"a": ..., "ci": [lo, hi], ...}``.
+throughput (computed here from the runs' specs), and the compute-optimal exponent by every estimator
+(:mod:`scalinglab.sweeps.analysis`), as :class:`SweepReport`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from scalinglab.errors import UserError
 from scalinglab.serialization import to_jsonable
+from scalinglab.sweeps.analysis import budget_sharing, envelope_exponent, exponent, replicate_noise, seed_bootstrap
+from scalinglab.sweeps.store import SweepStore
 
 
-class SweepReport(dict):
-    """``report(db)``'s result: a dict (db, preset, profile, counts, throughput, exponent, exponent_parabola,
-    exponent_envelope, exponent_seed_bootstrap, replicates, budget_sharing) that also prints and saves."""
+@dataclass(frozen=True)
+class SweepReport:
+    """What :func:`report` finds in a sweep database: its runs, the training they took, and the compute-optimal
+    exponent by every estimator, each shaped ``{"a": ..., "ci": [lo, hi], ...}`` (or ``{"a": None, "reason"}``).
+
+    ``flops_per_s`` is there when a run finished; ``wall_seconds`` and ``utilisation`` when all ran on one GPU
+    of known peak."""
+
+    db: str
+    preset: str
+    profile: str
+    planned: int
+    finished: int
+    train_seconds: float
+    train_flops: float
+    budget_sharing: dict
+    exponent: dict
+    exponent_parabola: dict
+    exponent_envelope: dict
+    replicates: dict
+    exponent_seed_bootstrap: dict
+    flops_per_s: float | None = None
+    wall_seconds: float | None = None
+    utilisation: float | None = None
+
+    def _fields(self) -> dict[str, Any]:
+        """The report as `sweep-report --json` orders it, the throughput keys a sweep lacks left out."""
+        head = ("db", "preset", "profile", "planned", "finished", "train_seconds", "train_flops")
+        optional = ("flops_per_s", "wall_seconds", "utilisation")
+        tail = ("budget_sharing", "exponent", "exponent_parabola", "exponent_envelope", "replicates",
+                "exponent_seed_bootstrap")
+        out = {k: getattr(self, k) for k in head}
+        out.update({k: getattr(self, k) for k in optional if getattr(self, k) is not None})
+        out.update({k: getattr(self, k) for k in tail})
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN and inf: None)."""
-        return to_jsonable(dict(self))
+        return to_jsonable(self._fields())
 
     def summary(self) -> str:
         """The text `scalinglab sweep-report` prints."""
-        rep = self
+        rep = self._fields()
         lines: list[str] = []
         lines.append(f"{rep['preset']}/{rep['profile']}: {rep['finished']}/{rep['planned']} runs finished "
               f"({rep['train_seconds']:.0f} s of training, {rep['train_flops']:.3g} FLOPs)")
@@ -113,4 +150,21 @@ def throughput(runs: list[tuple]) -> dict:
     return out
 
 
-# --- notebook entry point ------------------------------------------------------------------
+def report(db_path: Path | str) -> SweepReport:
+    """What the sweep at ``db_path`` holds and says."""
+    store = SweepStore(db_path)
+    meta = store.meta()
+    counts = store.counts()
+    runs = store.throughput_rows()
+    if not meta.get("preset"):   # the tables, but no sweep was ever planned in them: "None/None: 0/0 runs" before
+        raise UserError(f"{db_path}: no sweep in this database (its sweep table is empty); "
+                        "`scalinglab sweep --db` plans one")
+    return SweepReport(db=str(store.path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
+                       **throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
+                       # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
+                       # only describes the curve near it): how much the estimator alone moves a
+                       exponent_parabola=exponent(db_path, method="parabola", window=5),
+                       exponent_envelope=envelope_exponent(db_path), replicates=replicate_noise(db_path),
+                       # with several seeds: the spline estimator's intervals from resampling seeds (seed noise
+                       # only) and with the budgets' scatter added (GLS)
+                       exponent_seed_bootstrap={k: v for k, v in seed_bootstrap(db_path).items() if k != "boot"})

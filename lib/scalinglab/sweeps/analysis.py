@@ -1,39 +1,30 @@
-"""What a sweep database says: isoFLOP points and curves, exponents with intervals (bootstrap,
-seeds, seeds + scatter), Approach 1 on its curves, and the difference between two sweeps.
+"""What a sweep's results say: isoFLOP points and curves, exponents with intervals (bootstrap, seeds, seeds +
+scatter), Approach 1 on its curves, and the difference between two sweeps. Reads through
+:class:`scalinglab.sweeps.SweepStore`; fits with ``scalinglab.fitting``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from pathlib import Path
 
 from scalinglab.errors import UserError
-from scalinglab.files import sweep_database
-from scalinglab.training.sweep.launch import run_sweep
-from scalinglab.training.sweep.plan import (
-    BLOCK_BOOT,
-    ENVELOPE_BOOT,
-    ISOFLOP_BOOT,
-    NON_EMBEDDING_PRESETS,
-    SEED_BOOT,
-    WORKBOOK_PRESETS,
-    WORKBOOK_SMOKE_SEEDS,
-)
-from scalinglab.training.sweep.result import SweepReport, throughput
-from scalinglab.training.sweep.store import check_readable, summary_counts, sweep_meta
+from scalinglab.sweeps.store import SweepStore, run_of
 
-# --- analysis ------------------------------------------------------------------------------
-
-# A run's replicate (its seed's index; databases from before seeds were planned have none: 0)
-_REPLICATE_OF = "COALESCE(json_extract(r.spec, '$.replicate'), 0)"
-_REPLICATE = f"{_REPLICATE_OF} AS replicate"
-
-
-def _run_of(run_ids):
-    """The run of the one-seed grid each run id replicates: a replicate's id is that run's plus -s<i>."""
-    return run_ids.str.replace(r"-s\d+$", "", regex=True)
+# Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
+# each isoFLOP budget's optimum is bootstrapped ISOFLOP_BOOT times, Approach 1's runs ENVELOPE_BOOT times
+# (its intervals are percentiles, which a few hundred resamples move in the second decimal).
+ISOFLOP_BOOT = 200
+ENVELOPE_BOOT = 1000
+BLOCK_BOOT = 1000  # exponent_differences' block bootstrap over shapes (spline, about a second per sweep)
+SEED_BOOT = 1000   # seed_bootstrap's resamples: each is one isoFLOP fit without an inner bootstrap
+# The steps of Porian et al.'s ladder (scalinglab.papers.porian.STEPS) each preset corresponds to, for its
+# targets. kaplan is their "Reproducing Kaplan" but with a constant LR after warmup (theirs: a cosine over a long
+# fixed horizon) and validation loss (theirs: smoothed train loss). hoffmann is their cosine step plus per-size
+# lr/batch/β2 set by rule; their last step tunes those by search and drops the cosine, so it lies between the two.
+PORIAN_STEPS = {"kaplan": ("kaplan_reproduction",), "hoffmann": ("plus_cosine", "tuned_constant_lr"),
+                "ladder0": ("kaplan_reproduction", "plus_head"), "ladder2": ("plus_short_warmup",),
+                "ladder3": ("plus_cosine",), "ladder4": ("tuned_constant_lr",)}
 
 
 def _usable_budgets(points):
@@ -43,61 +34,13 @@ def _usable_budgets(points):
 
 
 def isoflop_points(db_path: Path | str):
-    """One row per (run, budget it passed): preset, run_id, width, depth, n (the preset's N),
-    n_non_embedding, n_standard, n_total, flops (the budget C), tokens, loss (validation), replicate."""
-    import pandas as pd
-
-    db_path = Path(db_path)
-    sweep_database(db_path)
-    if db_path.suffix == ".csv":  # an export of this very table
-        df = pd.read_csv(db_path)
-        return df if "replicate" in df else df.assign(replicate=0)
-    try:
-        with sqlite3.connect(db_path) as con:
-            check_readable(con, db_path)  # a broken spec or an impossible loss: refused, naming the run
-            df = pd.read_sql_query(
-                "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, r.n_total, "
-                f"c.budget AS flops, c.tokens, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
-                "WHERE c.budget IS NOT NULL AND r.status = 'finished' ORDER BY c.budget, r.n_standard", con)
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    df.insert(4, "n", df["n_non_embedding"].where(df["preset"].isin(NON_EMBEDDING_PRESETS), df["n_standard"]))
-    return df
+    """The finished runs' isoFLOP points (:meth:`SweepStore.points`)."""
+    return SweepStore(db_path).points()
 
 
 def loss_curves(db_path: Path | str, mean_over_seeds: bool = False):
-    """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.fitting.envelope``): preset,
-    run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
-    (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate.
-
-    ``mean_over_seeds`` averages each run's replicates evaluation by evaluation (they share their
-    schedule): one curve per run of the one-seed grid, under its run id, with ``seeds`` (how many
-    were averaged) in place of ``replicate``."""
-    import pandas as pd
-
-    db_path = Path(db_path)
-    sweep_database(db_path)
-    try:
-        with sqlite3.connect(db_path) as con:
-            check_readable(con, db_path)
-            df = pd.read_sql_query(
-                "SELECT r.preset, r.run_id, r.width, r.depth, r.n_non_embedding, r.n_standard, c.step, c.tokens, "
-                f"c.flops, c.budget, c.loss, {_REPLICATE} FROM curves c JOIN runs r USING (run_id) "
-                "WHERE r.status = 'finished' "
-                "ORDER BY r.n_standard, c.flops", con)
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    df.insert(2, "shape", "w" + df["width"].astype(str) + "-d" + df["depth"].astype(str))
-    df.insert(5, "n", df["n_non_embedding"].where(df["preset"].isin(NON_EMBEDDING_PRESETS), df["n_standard"]).astype(float))
-    df = df.drop(columns=["n_non_embedding", "n_standard"])
-    if mean_over_seeds:
-        cols = list(df.columns)
-        df["run_id"] = _run_of(df["run_id"])
-        keys = [c for c in cols if c not in ("loss", "replicate")]
-        df = (df.groupby(keys, as_index=False, dropna=False, sort=False)
-              .agg(loss=("loss", "mean"), seeds=("replicate", "size")))
-        df = df[[c if c != "replicate" else "seeds" for c in cols]]
-    return df
+    """Every evaluation of every finished run (:meth:`SweepStore.curves`)."""
+    return SweepStore(db_path).curves(mean_over_seeds)
 
 
 def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_BOOT,
@@ -195,7 +138,7 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
     from scalinglab.fitting.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
 
     points = isoflop_points(db_path)
-    points["run"] = _run_of(points["run_id"])
+    points["run"] = run_of(points["run_id"])
     k = points.groupby("run")["replicate"].nunique()
     if points.empty or k.min() < 2:
         return dict(a=None, ci=None, reason=f"{int((k < 2).sum())} of {len(k)} runs have fewer than 2 seeds "
@@ -247,28 +190,8 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
 
 
 def select_replicates(db_path: Path | str, replicates, out_path: Path | str) -> Path:
-    """A copy of a sweep database with only the runs of ``replicates`` (e.g. ``[0]``: the sweep as a one-seed
-    sweep would have been), so that every analysis can be rerun on a subset of the seeds. Overwrites
-    ``out_path``."""
-    db_path, out_path = Path(db_path), Path(out_path)
-    sweep_database(db_path)
-    keep = sorted({int(r) for r in replicates})
-    out_path.unlink(missing_ok=True)
-    src, dst = sqlite3.connect(db_path), sqlite3.connect(out_path)
-    try:
-        src.backup(dst)
-        with dst:
-            dst.execute(f"CREATE TEMP TABLE drop_runs AS SELECT run_id FROM runs r WHERE {_REPLICATE_OF} "
-                        f"NOT IN ({','.join('?' * len(keep))})", keep)
-            dst.execute("DELETE FROM curves WHERE run_id IN (SELECT run_id FROM drop_runs)")
-            dst.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM drop_runs)")
-            dst.execute("INSERT OR REPLACE INTO sweep VALUES ('seeds', ?)", (json.dumps(len(keep)),))
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    finally:
-        src.close()
-        dst.close()
-    return out_path
+    """A copy of a sweep database with only the runs of ``replicates`` (:meth:`SweepStore.select_replicates`)."""
+    return SweepStore(db_path).select_replicates(replicates, out_path)
 
 
 def replicate_noise(db_path: Path | str) -> dict:
@@ -284,7 +207,7 @@ def replicate_noise(db_path: Path | str) -> dict:
     misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run
     gives points at several budgets, so its points' deviations are correlated and ``dof`` overstates
     the information."""
-    from scalinglab.fitting.isoflop import _budgets, _pooled_parabola_sd, replicate_cells, seed_noise
+    from scalinglab.fitting.isoflop import budget_groups, pooled_parabola_sd, replicate_cells, seed_noise
 
     points = isoflop_points(db_path)
     if points.empty:
@@ -293,7 +216,7 @@ def replicate_noise(db_path: Path | str) -> dict:
     cells = replicate_cells(points, "n", "flops", "loss")
     try:  # what a one-seed sweep's bootstrap would use: seed 0's parabola residual
         first = points[points["replicate"] == points["replicate"].min()]
-        parabola = _pooled_parabola_sd(_budgets(first, "n", "flops", "loss", "mean"), "loss", "n")
+        parabola = pooled_parabola_sd(budget_groups(first, "n", "flops", "loss", "mean"), "loss", "n")
     except UserError:  # no budget with more than three sizes
         parabola = None
     modelled = noise.to_dict()
@@ -305,35 +228,6 @@ def replicate_noise(db_path: Path | str) -> dict:
     if points["replicate"].nunique() > 1:
         out["exponent_by_seed"] = exponent_by_seed(db_path)
     return out
-
-
-def report(db_path: Path | str) -> SweepReport:
-    """What the sweep at ``db_path`` holds and says (``SweepReport``: a dict with ``summary()`` and ``to_dict()``)."""
-    db_path = Path(db_path)
-    sweep_database(db_path)
-    con = sqlite3.connect(db_path)
-    try:
-        meta = sweep_meta(con)
-        check_readable(con, db_path)
-        counts = summary_counts(con)
-        runs = con.execute("SELECT spec, tokens, seconds, device, finished_at FROM runs "
-                           "WHERE status='finished' ORDER BY finished_at").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{db_path}: not a sweep database ({exc})") from None
-    finally:
-        con.close()
-    if not meta.get("preset"):   # the tables, but no sweep was ever planned in them: "None/None: 0/0 runs" before
-        raise UserError(f"{db_path}: no sweep in this database (its sweep table is empty); "
-                        "`scalinglab sweep --db` plans one")
-    return SweepReport(db=str(db_path), preset=meta.get("preset"), profile=meta.get("profile"), **counts,
-                **throughput(runs), budget_sharing=budget_sharing(db_path), exponent=exponent(db_path),
-                # the same fit with Hoffmann's parabolas over the 5 sizes nearest each minimum (a parabola
-                # only describes the curve near it): how much the estimator alone moves a
-                exponent_parabola=exponent(db_path, method="parabola", window=5),
-                exponent_envelope=envelope_exponent(db_path), replicates=replicate_noise(db_path),
-                # with several seeds: the spline estimator's intervals from resampling seeds (seed noise only)
-                # and with the budgets' scatter added (GLS)
-                exponent_seed_bootstrap={k: v for k, v in seed_bootstrap(db_path).items() if k != "boot"})
 
 
 def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
@@ -450,23 +344,3 @@ def _block_difference(db_a: Path | str, db_b: Path | str, level: float) -> dict:
         return dict(difference=None, reason="a sweep has fewer than 2 interior optima")
     keep = ("a", "ci", "n_shapes", "n_budgets", "n_dropped", "n_boot")
     return {**difference(*fits.values(), level), "by_sweep": {k: {x: f.to_dict()[x] for x in keep} for k, f in fits.items()}}
-
-
-def workbook_sweeps(profile: str, results_dir: Path | str) -> dict[str, Path | None]:
-    """Sweep databases per preset: "smoke" runs (or resumes) both presets' smoke sweeps, with
-    WORKBOOK_SMOKE_SEEDS seeds, into ``results_dir/sweeps/<preset>.db``; "full" returns the committed
-    files under data/sweeps/."""
-    if profile == "smoke":
-        out = {}
-        for preset in WORKBOOK_PRESETS:
-            db = Path(results_dir) / "sweeps" / f"{preset}.db"
-            run_sweep(preset, "smoke", db, progress=False, seeds=WORKBOOK_SMOKE_SEEDS)
-            out[preset] = db
-        return out
-    if profile != "full":
-        raise UserError(f"workbook profile must be smoke or full, not {profile!r}")
-    from scalinglab.harness.workbook import project_root
-
-    folder = project_root(Path(__file__).resolve().parent) / "data" / "sweeps"
-    return {p: next((f for f in (folder / f"{p}.db", folder / f"{p}.csv") if f.is_file()), None)
-            for p in WORKBOOK_PRESETS}

@@ -1,8 +1,8 @@
 """A sweep report's exponents and seed noise as printable tables (notebook 02, section 5).
 
-Everything here reads what :func:`scalinglab.training.sweep.report` and
-:func:`~scalinglab.training.sweep.exponent_differences` already computed, or a
-sweep's isoFLOP points (:func:`~scalinglab.training.sweep.isoflop_points`): no
+Everything here reads what :func:`scalinglab.sweeps.report` (a ``SweepReport``, or its
+``to_dict()``) and :func:`~scalinglab.sweeps.exponent_differences` already computed, or a
+sweep's isoFLOP points (:meth:`scalinglab.sweeps.SweepStore.points`): no
 training, no database writes. Each function returns a DataFrame whose cells are
 short strings or rounded numbers, so a table prints under 120 characters.
 """
@@ -19,6 +19,11 @@ ESTIMATORS = (("spline", "spline optima"), ("parabola", "parabola, 5 sizes"), ("
               ("seeds", "seed bootstrap"), ("seeds_scatter", "seeds + scatter, GLS"))
 # The differences add the spline exponent with each sweep's shapes resampled whole (``block``), first.
 DIFFERENCES = (("block", "spline, shapes resampled"),) + ESTIMATORS
+
+
+def _as_dicts(reports) -> dict[str, Mapping]:
+    """{preset: report} with each ``SweepReport`` as its ``to_dict()``."""
+    return {p: r.to_dict() if hasattr(r, "to_dict") else r for p, r in reports.items()}
 
 
 def _estimate(report: Mapping, key: str) -> Mapping:
@@ -42,14 +47,15 @@ def _with_ci(e: Mapping, places: int = 2, sign: bool = False) -> str:
 
 def has_exponent(reports: Mapping[str, Mapping]) -> bool:
     """Whether any sweep placed enough optima inside its sizes for a spline exponent (a smoke sweep does not)."""
-    return any((r.get("exponent") or {}).get("a") is not None for r in reports.values())
+    return any((r.get("exponent") or {}).get("a") is not None for r in _as_dicts(reports).values())
 
 
 def exponent_table(reports: Mapping[str, Mapping]) -> pd.DataFrame:
     """One row per preset: runs finished/planned, then a [95% interval] by each estimator of :data:`ESTIMATORS`
     ("—" where the report has none)."""
     rows = {p: {"runs": f"{r['finished']}/{r['planned']}",
-                **{label: _with_ci(_estimate(r, key)) for key, label in ESTIMATORS}} for p, r in reports.items()}
+                **{label: _with_ci(_estimate(r, key)) for key, label in ESTIMATORS}}
+            for p, r in _as_dicts(reports).items()}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("preset")
 
 
@@ -79,7 +85,7 @@ def noise_table(reports: Mapping[str, Mapping]) -> pd.DataFrame:
     (median) and pooled seed-to-seed sd, the noise model's floor and slope (nats of sd per nat of excess),
     the one-seed fallback (seed 0's parabola residual sd) and how many typical sds it is."""
     rows = {}
-    for p, r in reports.items():
+    for p, r in _as_dicts(reports).items():
         nz = r.get("replicates") or {}
         if nz.get("seed_sd") is None:
             continue
