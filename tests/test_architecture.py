@@ -280,6 +280,7 @@ def test_result_classes_print_and_save():
     from scalinglab.inverse_scaling.aggregate import FamilyTests
     from scalinglab.papers.chinchilla_robustness import TwoModes
     from scalinglab.papers.pearce_song import PearceSongResult
+    from scalinglab.sweeps import SweepReport
 
-    for cls in (SubsetFits, PearceSongResult, TwoModes, FamilyTests, LawScore):
+    for cls in (SubsetFits, PearceSongResult, TwoModes, FamilyTests, LawScore, SweepReport):
         assert callable(getattr(cls, "summary", None)) and callable(getattr(cls, "to_dict", None)), cls.__name__

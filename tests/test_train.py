@@ -80,6 +80,9 @@ def test_training_is_deterministic_and_resumes_bit_identically(tmp_path):
     ref = train(TINY, _cfg(), tr, va)
     assert [r["step"] for r in ref.curve] == [8, 16, 24]
     assert ref.curve[-1]["loss"] < ref.curve[0]["loss"]
+    # The result prints and saves what it holds: its JSON is the curve and the final loss.
+    assert ref.to_dict()["curve"][-1]["loss"] == ref.final_loss == ref.curve[-1]["loss"]
+    assert f"{ref.final_loss:.4f}" in ref.summary() and "3 evaluations" in ref.summary()
     again = train(TINY, _cfg(), tr, va)
     assert [r["loss"] for r in again.curve] == [r["loss"] for r in ref.curve]
 

@@ -39,6 +39,7 @@ import torch
 from scalinglab.accounting.decoder import PEAK_BF16, gpu_peak, step_at  # noqa: F401 (re-exported)
 from scalinglab.errors import UserError
 from scalinglab.schedules import SCHEDULES  # noqa: F401 (re-exported)
+from scalinglab.serialization import to_jsonable
 from scalinglab.training.config import TrainConfig, schedule_of  # noqa: F401 (re-exported)
 from scalinglab.training.model import GPT, GPTConfig, save_checkpoint
 
@@ -52,6 +53,14 @@ class TrainResult:
     seconds: float
     device: str
     tokens_per_s: float
+
+    def to_dict(self) -> dict:
+        return to_jsonable(asdict(self))
+
+    def summary(self) -> str:
+        return (f"final loss {self.final_loss:.4f} after {self.tokens:,} tokens ({self.steps:,} steps, "
+                f"{len(self.curve)} evaluations) in {self.seconds:.1f} s on {self.device} "
+                f"({self.tokens_per_s:,.0f} tokens/s)")
 
 
 def lr_at(tokens_seen: int, cfg: TrainConfig, tokens_per_step: int) -> float:
