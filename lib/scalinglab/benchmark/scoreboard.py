@@ -1,0 +1,268 @@
+"""The scoreboard: every applicable law × estimator fitted to a split's training runs and scored on the runs it
+held out (``benchmark.protocol``).
+
+Entries (law, estimator):
+
+- (chinchilla, approach3): Hoffmann's Huber fit from his 4,500-start grid (``fitting.approach3``, batched);
+- (chinchilla, varpro): least squares in relative residuals by variable projection (``fitting.varpro``);
+- (kaplan | gadre | data_constrained, law engine): the registry's one multi-start fit (``fitting.laws``);
+  data_constrained only where the runs carry unique tokens;
+- (approach2, parabola | spline): isoFLOP sets only; per-budget optima and a power law N_opt ∝ C^a
+  (``fitting.isoflop``). It predicts N_opt, not the loss, so it has no RMSLE or loss coverage.
+
+Scores per entry: RMSLE on the held-out runs; *coverage*, the share of held-out runs inside the new-run interval
+L̂·exp(±z σ̂) (σ̂ the training residual sd in log loss, as ``fitting.forecast`` gives without a bootstrap: it
+leaves out the parameters' own uncertainty, so it is the narrowest honest new-run interval); on isoFLOP sets the
+held-out budget's N_opt against the optimum of a parabola through that budget's own runs (``nopt_error``, log
+ratio), and the exponent a fitted without the held-out budget against the same entry's full-data a.
+
+Which entry wins a dataset is settled by a paired bootstrap of the held-out log errors, resampling the split's
+independent unit (``paired_rmsle_differences``): entries whose interval on RMSLE − best RMSLE holds 0 tie with
+the best and are reported as tied, never ranked. The fits are held fixed in that resampling, so the interval is
+about which runs happened to be held out, not about the fits' own spread: two estimators of one correctly
+specified law can differ beyond it on one draw of the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.benchmark.protocol import Split
+from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
+
+LOSS_ENTRIES = (("chinchilla", "approach3"), ("chinchilla", "varpro"), ("kaplan", "law engine"),
+                ("gadre", "law engine"), ("data_constrained", "law engine"))
+A2_ENTRIES = (("approach2", "parabola"), ("approach2", "spline"))
+N_GRID = 801
+
+
+def _fit_loss(law: str, estimator: str, t: pd.DataFrame) -> tuple[Callable, int, str]:
+    """(predict(table) → loss, free parameters, status) of one loss entry fitted to the rows ``t``."""
+    n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
+    if estimator == "approach3":
+        from scalinglab.fitting.approach3 import fit_arrays
+
+        res = fit_arrays(n, d, y)
+        return (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, res.status
+    if estimator == "varpro":
+        from scalinglab.fitting.varpro import fit_varpro
+
+        f = fit_varpro(n, d, y, tol=1e-7)
+        return (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, "converged"
+    from scalinglab.fitting import laws
+
+    lw = laws.get(law)
+    fit = laws.fit_law(lw, {r: t[r].to_numpy(float) for r in lw.inputs}, y)
+    return (lambda q: fit.predict({r: q[r].to_numpy(float) for r in lw.inputs})), len(fit.free), fit.status
+
+
+def _n_opt(predict: Callable, c: float, n_lo: float, n_hi: float) -> float:
+    """The N minimising the predicted loss at compute c (D = c/6N), on a log grid two decades past the runs."""
+    grid = np.exp(np.linspace(np.log(n_lo) - np.log(100), np.log(n_hi) + np.log(100), N_GRID))
+    with np.errstate(all="ignore"):
+        loss = predict(pd.DataFrame({"n": grid, "d": c / (6 * grid)}))
+    loss = np.where(np.isfinite(loss), loss, np.inf)
+    i = int(np.argmin(loss))
+    return float(grid[i]) if 0 < i < N_GRID - 1 else float("nan")   # at the grid's edge: no interior optimum
+
+
+def _exponent(predict: Callable, budgets: np.ndarray, n_lo: float, n_hi: float) -> float:
+    """a = d log N_opt / d log C between the smallest and largest of ``budgets``."""
+    c0, c1 = float(np.min(budgets)), float(np.max(budgets))
+    n0, n1 = _n_opt(predict, c0, n_lo, n_hi), _n_opt(predict, c1, n_lo, n_hi)
+    return float(np.log(n1 / n0) / np.log(c1 / c0))
+
+
+def _optima(t: pd.DataFrame, method: str):
+    from scalinglab.fitting import isoflop
+
+    frame = t.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
+    with np.errstate(all="ignore"):
+        return isoflop.fit_exponent(isoflop.budget_optima(frame, method=method), weighted=False)
+
+
+def reference_n_opt(split: Split) -> float:
+    """The held-out budget's own optimum: the vertex of a parabola in log N through its runs (NaN at an edge)."""
+    from scalinglab.fitting import isoflop
+
+    frame = split.test.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
+    with np.errstate(all="ignore"):
+        opt = isoflop.budget_optima(frame, method="parabola")
+    row = opt.iloc[-1]
+    return float(row["n_opt"]) if not bool(row["edge"]) else float("nan")
+
+
+def entries_for(split: Split) -> list[tuple[str, str]]:
+    out = [e for e in LOSS_ENTRIES if e[0] != "data_constrained" or "u" in split.table]
+    return out + (list(A2_ENTRIES) if split.kind == "isoflop" else [])
+
+
+def _nan_row() -> dict[str, Any]:
+    return {"rmsle": np.nan, "coverage": np.nan, "n_inside": 0, "nopt_error": np.nan, "a_train": np.nan,
+            "a_full": np.nan}
+
+
+def score_entry(split: Split, law: str, estimator: str, level: float = 0.95) -> tuple[dict[str, Any], np.ndarray]:
+    """One entry's row and its held-out log errors (empty for Approach 2)."""
+    tr, te = split.train, split.test
+    row = {"dataset": split.dataset, "law": law, "estimator": estimator, "n_train": len(tr), "n_heldout": len(te),
+           "holdout": split.how, "unit": split.unit} | _nan_row()
+    iso = split.kind == "isoflop"
+    c_held = float(te["c"].max()) if iso else np.nan
+    if law == "approach2":
+        fit, full = _optima(tr, estimator), _optima(split.table, estimator)
+        row.update(status=fit.status, a_train=fit.exponent, a_full=full.exponent,
+                   nopt_error=float(np.log(fit.predict(c_held) / reference_n_opt(split))) if fit.status == "ok"
+                   else np.nan)
+        return row, np.array([])
+    try:
+        predict, k, status = _fit_loss(law, estimator, tr)
+    except UserError as exc:
+        return row | {"status": f"refused: {exc}"}, np.array([])
+    with np.errstate(all="ignore"):
+        r_train = np.log(predict(tr)) - np.log(tr["loss"].to_numpy(float))
+        err = np.log(predict(te)) - np.log(te["loss"].to_numpy(float))
+    sigma = float(np.sqrt(np.sum(r_train ** 2) / max(len(tr) - k, 1)))
+    inside = np.abs(err) <= NormalDist().inv_cdf((1 + level) / 2) * sigma
+    row.update(status=status, rmsle=float(np.sqrt(np.mean(err ** 2))), coverage=float(np.mean(inside)),
+               n_inside=int(inside.sum()), sigma=sigma)
+    if iso:
+        n_lo, n_hi = float(split.table["n"].min()), float(split.table["n"].max())
+        full_predict = _fit_loss(law, estimator, split.table)[0]
+        row.update(nopt_error=float(np.log(_n_opt(predict, c_held, n_lo, n_hi) / reference_n_opt(split))),
+                   a_train=_exponent(predict, tr["c"].unique(), n_lo, n_hi),
+                   a_full=_exponent(full_predict, split.table["c"].unique(), n_lo, n_hi))
+    return row, err
+
+
+@dataclass(frozen=True)
+class DatasetBoard:
+    """One dataset's rows, the best entry by held-out RMSLE and each other entry's paired difference from it."""
+
+    split: Split
+    rows: tuple[dict[str, Any], ...]
+    best: str | None
+    differences: dict[str, dict[str, Any]]
+
+    def tied_with_best(self) -> list[str]:
+        """The best entry and every entry whose paired interval on the difference holds 0."""
+        if self.best is None:
+            return []
+        return [self.best] + [k for k, d in self.differences.items() if d["ci"][0] <= 0]
+
+
+def entry_key(row: dict[str, Any]) -> str:
+    return f"{row['law']} / {row['estimator']}"
+
+
+def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> DatasetBoard:
+    """Every applicable entry on one split, and the paired verdict on its RMSLEs."""
+    from scalinglab.fitting.laws.compare import paired_rmsle_differences
+
+    rows, errors = [], {}
+    for law, est in entries or entries_for(split):
+        row, err = score_entry(split, law, est, level)
+        rows.append(row)
+        if err.size and np.all(np.isfinite(err)):
+            errors[entry_key(row)] = err
+    best = min(errors, key=lambda k: float(np.mean(errors[k] ** 2))) if errors else None
+    diffs = {}
+    if best is not None and len(errors) > 1:
+        diffs = paired_rmsle_differences(errors, split.test["unit"].to_numpy(), best, n_boot, seed, level)
+    return DatasetBoard(split, tuple(rows), best, diffs)
+
+
+@dataclass(frozen=True)
+class Scoreboard:
+    """Every dataset's board, and the summary: for each entry, on how many datasets it is alone best, tied
+    for best, and its median RMSLE relative to each dataset's best."""
+
+    boards: tuple[DatasetBoard, ...]
+    level: float = 0.95
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for b in self.boards:
+            tied = b.tied_with_best()
+            for r in b.rows:
+                k = entry_key(r)
+                d = b.differences.get(k)
+                out.append(r | {"vs_best": None if d is None else {"diff": d["diff"], "ci": d["ci"]},
+                                "verdict": ("best" if k == b.best and len(tied) == 1 else
+                                            "tied for best" if k in tied else
+                                            "worse" if d is not None else "not ranked")})
+        return out
+
+    def wins(self) -> list[dict[str, Any]]:
+        """Per entry: datasets scored, alone best, tied for best, median RMSLE ratio to the dataset's best."""
+        stats: dict[str, dict[str, Any]] = {}
+        for b in self.boards:
+            tied = b.tied_with_best()
+            best = {entry_key(r): r["rmsle"] for r in b.rows}.get(b.best, np.nan)
+            for r in b.rows:
+                k = entry_key(r)
+                s = stats.setdefault(k, {"entry": k, "datasets": 0, "alone_best": 0, "tied_best": 0, "ratios": []})
+                if not np.isfinite(r["rmsle"]):
+                    continue
+                s["datasets"] += 1
+                s["alone_best"] += int(k == b.best and len(tied) == 1)
+                s["tied_best"] += int(k in tied and len(tied) > 1)
+                s["ratios"].append(r["rmsle"] / best)
+        return [{k: v for k, v in s.items() if k != "ratios"}
+                | {"median_ratio_to_best": float(np.median(s["ratios"])) if s["ratios"] else np.nan}
+                for s in stats.values() if s["datasets"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"level": self.level, "rows": self.rows(), "wins": self.wins(),
+                            "datasets": [{"dataset": b.split.dataset, "holdout": b.split.how, "unit": b.split.unit,
+                                          "n_train": len(b.split.train), "n_heldout": len(b.split.test),
+                                          "best": b.best, "tied_with_best": b.tied_with_best()}
+                                         for b in self.boards]})
+
+    def summary(self) -> str:
+        pct = round(self.level * 100)
+        lines = []
+        for b in self.boards:
+            lines += ["", b.split.describe(),
+                      f"  {'law / estimator':<30}{'RMSLE':>8}{'cover':>7}{'N_opt err':>10}{'a (fit)':>9}{'a (all)':>9}"
+                      f"   vs best ({pct}% paired interval)"]
+            for r in self.rows():
+                if r["dataset"] != b.split.dataset:
+                    continue
+                vs = r["vs_best"]
+                text = r["verdict"] if vs is None else (f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}] "
+                                                         f"{r['verdict']}")
+                lines.append(f"  {entry_key(r):<30}{_f(r['rmsle'], 4):>8}{_f(r['coverage'], 2):>7}"
+                             f"{_f(r['nopt_error'], 3, True):>10}{_f(r['a_train'], 3):>9}{_f(r['a_full'], 3):>9}"
+                             f"   {text}")
+        lines += ["", "coverage: share of held-out runs inside the new-run interval L*exp(+-z sigma) "
+                      "(residual noise only); N_opt err: log(predicted / the held-out budget's own optimum)",
+                  "", f"{'law / estimator':<30}{'datasets':>9}{'best':>6}{'tied':>6}{'RMSLE / best (median)':>23}"]
+        for w in self.wins():
+            lines.append(f"{w['entry']:<30}{w['datasets']:>9}{w['alone_best']:>6}{w['tied_best']:>6}"
+                         f"{_f(w['median_ratio_to_best'], 2):>23}")
+        return "\n".join(lines[1:])
+
+
+def _f(x, digits: int, sign: bool = False) -> str:
+    if x is None or not np.isfinite(x):
+        return "-"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, progress: bool = False) -> Scoreboard:
+    """Every split's board (``splits``: protocol.Split objects)."""
+    it = list(splits)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="datasets", leave=False)
+    return Scoreboard(tuple(score_split(s, n_boot=n_boot, seed=seed, level=level) for s in it), level)
