@@ -29,7 +29,7 @@ def test_holdouts_pick_the_largest_budget_the_largest_sizes_or_the_conditions():
     assert P.holdout_mask(t, "largest-budget").tolist() == [False] * 4 + [True] * 2
     # 5 distinct sizes: the top fifth is the one largest
     assert P.holdout_mask(t, "largest-n").tolist() == [False] * 4 + [True] * 2
-    assert P.holdout_mask(t, "n<2, c==2").tolist() == [True, False, True, True, False, False]
+    assert P.holdout_mask(t, ["n<2", "c==2"]).tolist() == [True, False, True, True, False, False]
     with pytest.raises(UserError, match="must leave some of each"):
         P.make_split("x", t.assign(d=1.0, loss=1.0), "n>0")
 

@@ -52,12 +52,14 @@ class Split:
                 f"paired unit: {self.unit}")
 
 
-def holdout_mask(table: pd.DataFrame, how: str, *, n_col: str = "n", c_col: str = "c",
+def holdout_mask(table: pd.DataFrame, how, *, n_col: str = "n", c_col: str = "c",
                  share: float = LARGEST_SHARE) -> np.ndarray:
     """Which rows ``how`` holds out: ``largest-budget`` (every run at the largest value of ``c_col``),
     ``largest-n`` (the runs at the largest ``share`` of the distinct sizes, at least one size), or row
-    conditions ``COL OP VALUE`` joined by ``,`` (their union, as ``--holdout`` reads them)."""
+    conditions ``COL OP VALUE`` (a list: their union, as repeated ``--holdout`` flags read them)."""
     if how == "largest-budget":
+        if c_col not in table:
+            raise UserError("--holdout largest-budget needs the runs' budgets (a compute column, --c-col)")
         c = table[c_col].to_numpy(float)
         return np.isclose(c, np.nanmax(c), rtol=1e-6)
     if how == "largest-n":
@@ -67,15 +69,20 @@ def holdout_mask(table: pd.DataFrame, how: str, *, n_col: str = "n", c_col: str 
         return n >= sizes[-k]
     from scalinglab.fitting.conditions import any_of
 
-    return any_of(table, [c.strip() for c in how.split(",") if c.strip()])
+    return any_of(table, [how] if isinstance(how, str) else list(how))
 
 
-def make_split(dataset: str, table: pd.DataFrame, how: str, *, unit_col: str | None = None, unit: str = "run",
+def how_label(how) -> str:
+    return how if isinstance(how, str) else " or ".join(how)
+
+
+def make_split(dataset: str, table: pd.DataFrame, how, *, unit_col: str | None = None, unit: str = "run",
                kind: str = "runs", source: str = "") -> Split:
     """A Split of a standard table (columns n, d, c, loss), held out by ``how``; refuses splits that leave
     nothing on either side."""
     t = table.reset_index(drop=True).copy()
     t["held"] = holdout_mask(t, how)
+    how = how_label(how)
     t["unit"] = t[unit_col].astype(str) if unit_col else np.arange(len(t)).astype(str)
     n_held = int(t["held"].sum())
     if n_held == 0 or n_held == len(t):
@@ -104,7 +111,6 @@ def open_athena(experiment: str, frame: pd.DataFrame | None = None) -> Split:
     if rows.empty:
         raise UserError(f"no Open-Athena experiment {experiment!r}")
     t = _standard(rows, "params", "tokens", "loss", c="budget")
-    t["d"] = rows["tokens"].to_numpy(float)
     return make_split(experiment, t, "largest-budget", kind="isoflop", source=OPEN_ATHENA)
 
 
@@ -152,25 +158,46 @@ def sldbench_data_constrained() -> Split:
                       source="sldbench-data-constrained")
 
 
-def from_table(table: pd.DataFrame, how: str, *, n: str = "N", d: str | None = "D", c: str | None = None,
-               loss: str = "loss", u: str | None = None, unit: str | None = None, name: str = "runs") -> Split:
-    """A user's runs under the protocol (``scalinglab scoreboard``): named columns to the standard table,
-    held out by ``how``; isoFLOP kind when ``c`` is given (budgets), each run its own unit unless ``unit``."""
+def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c: str | None = None,
+               loss: str = "loss", u: str | None = None, unit: str | None = None, where=None,
+               name: str = "runs") -> Split:
+    """A user's runs under the protocol (``scalinglab scoreboard``): rows matching every ``where`` condition,
+    named columns to the standard table, held out by ``how``; isoFLOP kind when ``c`` holds shared budgets
+    (``is_isoflop``; D from ``d`` if given, else C/6N); each run its own unit unless ``unit`` names a column whose values are
+    resampled whole. A bad cell is a UserError naming its line (header = line 1)."""
+    from scalinglab.fitting.conditions import where as rows_where
+
+    table = table.reset_index(drop=True)
     for col in (n, d, c, loss, u, unit):
         if col and col not in table:
             raise UserError(f"no column {col!r}; the table has {', '.join(map(str, table))}")
+    lines = np.arange(len(table)) + 2
+    keep = rows_where(table, where or [])
+    table, lines = table[keep].reset_index(drop=True), lines[keep]
+    for col in (n, d, c, loss, u):
+        if not col:
+            continue
+        v = pd.to_numeric(table[col], errors="coerce").to_numpy(float)
+        bad = ~(np.isfinite(v) & (v > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise UserError(f"column {col!r}, line {lines[i]}: {table[col].iloc[i]!r} is not a positive number")
+        table[col] = v
     t = _standard(table, n, d, loss, c=c, u=u)
-    bad = ~(np.isfinite(t[["n", "d", "loss"]].to_numpy()).all(axis=1) & (t[["n", "d", "loss"]] > 0).all(axis=1))
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise UserError(f"row {i + 2}: N, D and loss must be positive numbers (N={t['n'][i]:g}, D={t['d'][i]:g}, "
-                        f"loss={t['loss'][i]:g})")
     extra = [col for col in table.columns if col not in t]
-    t = pd.concat([t, table[extra].reset_index(drop=True)], axis=1)
+    t = pd.concat([t, table[extra]], axis=1)
     if unit:
-        t["unit_label"] = table[unit].to_numpy()
+        t["unit_label"] = table[unit].astype(str).to_numpy()
     return make_split(name, t, how, unit_col="unit_label" if unit else None, unit=unit or "run",
-                      kind="isoflop" if c else "runs", source=name)
+                      kind="isoflop" if c and is_isoflop(t["c"]) else "runs", source=name)
+
+
+def is_isoflop(c) -> bool:
+    """Runs on shared budgets: at least two budgets, each of at least three runs on average (a column of
+    per-run compute, 6ND, is not a set of budgets)."""
+    values = np.asarray(c, float)
+    k = len(np.unique(values))
+    return k >= 2 and len(values) >= 3 * k
 
 
 def benchmark_splits(profile: str = "full") -> list[Split]:

@@ -41,6 +41,8 @@ LOSS_ENTRIES = (("chinchilla", "approach3"), ("chinchilla", "varpro"), ("kaplan"
                 ("gadre", "law engine"), ("data_constrained", "law engine"))
 A2_ENTRIES = (("approach2", "parabola"), ("approach2", "spline"))
 N_GRID = 801
+# A paired bootstrap over one held-out unit has no spread: below this many units no entry is ranked.
+MIN_UNITS = 2
 
 
 def _fit_loss(law: str, estimator: str, t: pd.DataFrame) -> tuple[Callable, int, str]:
@@ -163,7 +165,8 @@ def entry_key(row: dict[str, Any]) -> str:
 
 
 def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> DatasetBoard:
-    """Every applicable entry on one split, and the paired verdict on its RMSLEs."""
+    """Every applicable entry on one split, and the paired verdict on its RMSLEs (none when the held-out runs
+    hold fewer than MIN_UNITS independent units)."""
     from scalinglab.fitting.laws.compare import paired_rmsle_differences
 
     rows, errors = [], {}
@@ -172,10 +175,13 @@ def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0
         rows.append(row)
         if err.size and np.all(np.isfinite(err)):
             errors[entry_key(row)] = err
+    units = split.test["unit"].to_numpy()
+    if len(np.unique(units)) < MIN_UNITS:
+        errors = {}
     best = min(errors, key=lambda k: float(np.mean(errors[k] ** 2))) if errors else None
     diffs = {}
     if best is not None and len(errors) > 1:
-        diffs = paired_rmsle_differences(errors, split.test["unit"].to_numpy(), best, n_boot, seed, level)
+        diffs = paired_rmsle_differences(errors, units, best, n_boot, seed, level)
     return DatasetBoard(split, tuple(rows), best, diffs)
 
 
@@ -266,3 +272,14 @@ def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, progr
 
         it = tqdm(it, desc="datasets", leave=False)
     return Scoreboard(tuple(score_split(s, n_boot=n_boot, seed=seed, level=level) for s in it), level)
+
+
+def score_runs(table, holdout, *, n: str = "N", d: str | None = "D", c: str | None = None, loss: str = "loss",
+               u: str | None = None, unit: str | None = None, where=None, n_boot: int = 2000, seed: int = 0,
+               level: float = 0.95, name: str = "runs") -> Scoreboard:
+    """A user's runs on the scoreboard (``scalinglab scoreboard``): ``protocol.from_table``'s split, every
+    applicable entry, the paired verdict."""
+    from scalinglab.benchmark.protocol import from_table
+
+    split = from_table(table, holdout, n=n, d=d, c=c, loss=loss, u=u, unit=unit, where=where, name=name)
+    return Scoreboard((score_split(split, n_boot=n_boot, seed=seed, level=level),), level)
