@@ -163,8 +163,8 @@ def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c
                name: str = "runs") -> Split:
     """A user's runs under the protocol (``scalinglab scoreboard``): rows matching every ``where`` condition,
     named columns to the standard table, held out by ``how``; isoFLOP kind when ``c`` holds shared budgets
-    (``is_isoflop``; D from ``d`` if given, else C/6N); each run its own unit unless ``unit`` names a column whose values are
-    resampled whole. A bad cell is a UserError naming its line (header = line 1)."""
+    (``is_isoflop``; D from ``d`` if given, else C/6N); each run its own unit unless ``unit`` names a column
+    whose values are resampled whole. A bad cell is a UserError naming its line (header = line 1)."""
     from scalinglab.fitting.conditions import where as rows_where
 
     table = table.reset_index(drop=True)
