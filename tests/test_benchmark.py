@@ -87,3 +87,32 @@ def test_sldbench_splits_match_the_published_loaders(mirror):
     pub, fixed = by["data_constrained", "as published"], by["data_constrained", "corrected"]
     assert np.array_equal(pub.test["d"], fixed.test["u"]) and np.array_equal(pub.test["y"], fixed.test["y"])
     assert set(B.OUT_OF_SCOPE) | {t for t, _ in by} == set(B.BASELINE_R2)
+
+
+def test_curves_add_approach1_and_a_bootstrap_adds_approach3s_full_interval():
+    from dataclasses import replace
+
+    sizes = np.logspace(7.5, 9.5, 9)
+    tokens = np.logspace(8.5, 11.5, 40)
+    law = lambda n, d: 1.69 + 406.4 / n ** 0.34 + 410.7 / d ** 0.28  # noqa: E731
+    curves = pd.DataFrame([{"run": f"m{i}", "n": n, "tokens": d, "flops": 6 * n * d, "loss": law(n, d)}
+                           for i, n in enumerate(sizes) for d in tokens])
+    runs = curves.groupby("run").tail(5)
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"N": runs["n"], "D": runs["tokens"],
+                          "loss": runs["loss"] * np.exp(0.005 * rng.standard_normal(len(runs)))})
+    split = replace(P.from_table(table, "largest-n"), curves=curves)
+    assert ("approach1", "envelope") in S.entries_for(split)
+    board = S.score_split(split, entries=[("approach1", "envelope"), ("chinchilla", "approach3"),
+                                          ("chinchilla", "varpro")], n_boot=100, fit_boot=40)
+    rows = {S.entry_key(r): r for r in board.rows}
+    # The envelope of noise-free Chinchilla curves recovers a = 0.28/0.62 = 0.452 to a few hundredths (its
+    # grid and the curves' finite length bias it slightly), with and without the largest models.
+    env = rows["approach1 / envelope"]
+    assert abs(env["a_full"] - 0.452) < 0.05 and abs(env["a_train"] - 0.452) < 0.05 and np.isnan(env["rmsle"])
+    # The bootstrap's new-run interval is a share of the held-out runs (k of n), from Approach 3's replicates
+    # only: variable projection has no bootstrap, so no such share.
+    a3 = rows["chinchilla / approach3"]
+    k = a3["coverage_boot"] * a3["n_heldout"]
+    assert abs(k - round(k)) < 1e-9 and 0 <= k <= a3["n_heldout"]
+    assert np.isnan(rows["chinchilla / varpro"]["coverage_boot"])

@@ -38,6 +38,7 @@ class Split:
     unit: str
     kind: str = "runs"
     source: str = ""
+    curves: pd.DataFrame | None = None   # training curves of the same models (run, n, tokens, flops, loss), if any
 
     @property
     def train(self) -> pd.DataFrame:
@@ -136,13 +137,28 @@ def gadre(dataset: str, frame: pd.DataFrame | None = None) -> Split:
 
 def gemstones(name: str = "gemstones-cool-end") -> Split:
     """Gemstones' cooldown ends (each model's loss after cooling down at several token counts), the largest
-    fifth of the models held out; a model's branches share it, so the unit is the model."""
+    fifth of the models held out; a model's branches share it, so the unit is the model. The models' constant-
+    rate training curves (``gemstones-hot``) come with it, for Approach 1."""
+    from dataclasses import replace
+
     from scalinglab import data
+    from scalinglab.papers.gemstones import curves
 
     df = data.load(name)
     t = _standard(df, "params_active_precise", "tokens", "final_loss")
     t["model"] = df["run_name"].to_numpy()
-    return make_split("gemstones", t, "largest-n", unit_col="model", unit="model", source=name)
+    split = make_split("gemstones", t, "largest-n", unit_col="model", unit="model", source=name)
+    return replace(split, curves=curves("gemstones-hot"))
+
+
+def porian(step: str, points: pd.DataFrame | None = None) -> Split:
+    """Porian et al. 2024's isoFLOP runs on RefinedWeb at one of their correction steps (from the reproduction of
+    Kaplan et al.'s setup to tuned hyperparameters), the largest budget held out; unit: run."""
+    from scalinglab.papers import porian as PO
+
+    pts = PO.step_points(PO.isoflop_points(("porian-summary-rw",)) if points is None else points, "rw", step)
+    t = _standard(pts, "n", "tokens", "loss", c="flops")
+    return make_split(f"porian-rw-{step}", t, "largest-budget", kind="isoflop", source="porian-summary-rw")
 
 
 def sldbench_data_constrained() -> Split:
@@ -201,14 +217,18 @@ def is_isoflop(c) -> bool:
 
 
 def benchmark_splits(profile: str = "full") -> list[Split]:
-    """Every dataset the benchmark scores: the 8 Open-Athena experiments, Gadre et al.'s three training sets,
-    Gemstones and SLDBench's data-constrained task; ``smoke``: three of them (one of each kind)."""
+    """Every dataset the benchmark scores: the 8 Open-Athena experiments, Porian et al.'s five RefinedWeb steps,
+    Gadre et al.'s three training sets, Gemstones and SLDBench's data-constrained task; ``smoke``: three of them
+    (one of each kind)."""
     from scalinglab import data
+    from scalinglab.papers import porian as PO
 
     if profile == "smoke":
         return [open_athena("marin_202603__comma__llama_2"), gadre("rpj"), sldbench_data_constrained()]
     oa = data.load(OPEN_ATHENA)
     gd = data.load("gadre2024-final-losses")
+    pts = PO.isoflop_points(("porian-summary-rw",))
     return ([open_athena(e, oa) for e in sorted(oa["experiment"].unique())]
+            + [porian(step, pts) for step in PO.STEPS]
             + [gadre(k, gd) for k in ("c4_original", "rpj", "rw_original")]
             + [gemstones(), sldbench_data_constrained()])

@@ -9,12 +9,18 @@ Entries (law, estimator):
   data_constrained only where the runs carry unique tokens;
 - (approach2, parabola | spline): isoFLOP sets only; per-budget optima and a power law N_opt ∝ C^a
   (``fitting.isoflop``). It predicts N_opt, not the loss, so it has no RMSLE or loss coverage.
+- (approach1, envelope): where the split carries the models' training curves; the lower envelope of the curves
+  and N_opt ∝ C^a through it (``fitting.envelope``), fitted without and with the held-out models: scored by
+  its exponent only.
 
 Scores per entry: RMSLE on the held-out runs; *coverage*, the share of held-out runs inside the new-run interval
 L̂·exp(±z σ̂) (σ̂ the training residual sd in log loss, as ``fitting.forecast`` gives without a bootstrap: it
-leaves out the parameters' own uncertainty, so it is the narrowest honest new-run interval); on isoFLOP sets the
+leaves out the parameters' own uncertainty, so it is the narrowest honest new-run interval); for Approach 3
+with ``fit_boot`` resamples also ``coverage_boot``, the same share for ``fitting.forecast``'s full new-run
+interval (each row-bootstrap replicate's prediction times exp(σ̂z)); on isoFLOP sets the
 held-out budget's N_opt against the optimum of a parabola through that budget's own runs (``nopt_error``, log
-ratio), and the exponent a fitted without the held-out budget against the same entry's full-data a.
+ratio); and everywhere the exponent a of N_opt ∝ C^a, fitted without the held-out runs, against the same
+entry's full-data a (for a law, the slope of its numerical N_opt(C) over the runs' range of C).
 
 Which entry wins a dataset is settled by a paired bootstrap of the held-out log errors, resampling the split's
 independent unit (``paired_rmsle_differences``): entries whose interval on RMSLE − best RMSLE holds 0 tie with
@@ -40,29 +46,32 @@ from scalinglab.serialization import to_jsonable
 LOSS_ENTRIES = (("chinchilla", "approach3"), ("chinchilla", "varpro"), ("kaplan", "law engine"),
                 ("gadre", "law engine"), ("data_constrained", "law engine"))
 A2_ENTRIES = (("approach2", "parabola"), ("approach2", "spline"))
+A1_ENTRY = ("approach1", "envelope")
 N_GRID = 801
 # A paired bootstrap over one held-out unit has no spread: below this many units no entry is ranked.
 MIN_UNITS = 2
 
 
-def _fit_loss(law: str, estimator: str, t: pd.DataFrame) -> tuple[Callable, int, str]:
-    """(predict(table) → loss, free parameters, status) of one loss entry fitted to the rows ``t``."""
+def _fit_loss(law: str, estimator: str, t: pd.DataFrame, n_boot: int = 0,
+              seed: int = 0) -> tuple[Callable, int, str, Any]:
+    """(predict(table) → loss, free parameters, status, Approach 3's FitResult or None) of one loss entry
+    fitted to the rows ``t``; ``n_boot``: Approach 3's row bootstrap."""
     n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
     if estimator == "approach3":
         from scalinglab.fitting.approach3 import fit_arrays
 
-        res = fit_arrays(n, d, y)
-        return (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, res.status
+        res = fit_arrays(n, d, y, n_boot=n_boot, seed=seed)
+        return (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, res.status, res
     if estimator == "varpro":
         from scalinglab.fitting.varpro import fit_varpro
 
         f = fit_varpro(n, d, y, tol=1e-7)
-        return (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, "converged"
+        return (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, "converged", None
     from scalinglab.fitting import laws
 
     lw = laws.get(law)
     fit = laws.fit_law(lw, {r: t[r].to_numpy(float) for r in lw.inputs}, y)
-    return (lambda q: fit.predict({r: q[r].to_numpy(float) for r in lw.inputs})), len(fit.free), fit.status
+    return (lambda q: fit.predict({r: q[r].to_numpy(float) for r in lw.inputs})), len(fit.free), fit.status, None
 
 
 def _n_opt(predict: Callable, c: float, n_lo: float, n_hi: float) -> float:
@@ -103,21 +112,36 @@ def reference_n_opt(split: Split) -> float:
 
 def entries_for(split: Split) -> list[tuple[str, str]]:
     out = [e for e in LOSS_ENTRIES if e[0] != "data_constrained" or "u" in split.table]
-    return out + (list(A2_ENTRIES) if split.kind == "isoflop" else [])
+    return out + (list(A2_ENTRIES) if split.kind == "isoflop" else []) + ([A1_ENTRY] if split.curves is not None
+                                                                         else [])
 
 
 def _nan_row() -> dict[str, Any]:
-    return {"rmsle": np.nan, "coverage": np.nan, "n_inside": 0, "nopt_error": np.nan, "a_train": np.nan,
-            "a_full": np.nan}
+    return {"rmsle": np.nan, "coverage": np.nan, "n_inside": 0, "coverage_boot": np.nan, "nopt_error": np.nan,
+            "a_train": np.nan, "a_full": np.nan}
 
 
-def score_entry(split: Split, law: str, estimator: str, level: float = 0.95) -> tuple[dict[str, Any], np.ndarray]:
-    """One entry's row and its held-out log errors (empty for Approach 2)."""
+def _envelope_row(split: Split) -> dict[str, Any]:
+    """Approach 1's exponent from the training curves of the models the split keeps, and of all of them."""
+    from scalinglab.fitting.envelope import EnvelopeOptions, fit_envelope
+
+    held = split.curves["n"].to_numpy(float) >= float(split.test["n"].min())
+    opts = EnvelopeOptions(n_boot=0)
+    fit, full = fit_envelope(split.curves[~held], opts), fit_envelope(split.curves, opts)
+    return {"status": fit.status, "a_train": fit.exponent, "a_full": full.exponent}
+
+
+def score_entry(split: Split, law: str, estimator: str, level: float = 0.95, fit_boot: int = 0,
+                seed: int = 0) -> tuple[dict[str, Any], np.ndarray]:
+    """One entry's row and its held-out log errors (empty for Approaches 1 and 2); ``fit_boot``: Approach 3's
+    row-bootstrap resamples behind ``coverage_boot``."""
     tr, te = split.train, split.test
     row = {"dataset": split.dataset, "law": law, "estimator": estimator, "n_train": len(tr), "n_heldout": len(te),
            "holdout": split.how, "unit": split.unit} | _nan_row()
     iso = split.kind == "isoflop"
     c_held = float(te["c"].max()) if iso else np.nan
+    if law == "approach1":
+        return row | _envelope_row(split), np.array([])
     if law == "approach2":
         fit, full = _optima(tr, estimator), _optima(split.table, estimator)
         row.update(status=fit.status, a_train=fit.exponent, a_full=full.exponent,
@@ -125,7 +149,7 @@ def score_entry(split: Split, law: str, estimator: str, level: float = 0.95) -> 
                    else np.nan)
         return row, np.array([])
     try:
-        predict, k, status = _fit_loss(law, estimator, tr)
+        predict, k, status, res = _fit_loss(law, estimator, tr, fit_boot, seed)
     except UserError as exc:
         return row | {"status": f"refused: {exc}"}, np.array([])
     with np.errstate(all="ignore"):
@@ -135,12 +159,20 @@ def score_entry(split: Split, law: str, estimator: str, level: float = 0.95) -> 
     inside = np.abs(err) <= NormalDist().inv_cdf((1 + level) / 2) * sigma
     row.update(status=status, rmsle=float(np.sqrt(np.mean(err ** 2))), coverage=float(np.mean(inside)),
                n_inside=int(inside.sum()), sigma=sigma)
+    if res is not None and res.bootstrap is not None:
+        from scalinglab.fitting.forecast import loss_intervals
+
+        iv = loss_intervals(res, te["n"].to_numpy(float), te["d"].to_numpy(float), sigma, level)
+        y = te["loss"].to_numpy(float)
+        row["coverage_boot"] = float(np.mean((iv["new_lo"] <= y) & (y <= iv["new_hi"])))
+    if "u" in split.table:   # N_opt(C) of a law with unique tokens needs U too: no exponent
+        return row, err
+    n_lo, n_hi = float(split.table["n"].min()), float(split.table["n"].max())
+    full_predict = _fit_loss(law, estimator, split.table)[0]
+    row.update(a_train=_exponent(predict, tr["c"], n_lo, n_hi), a_full=_exponent(full_predict, split.table["c"],
+                                                                                  n_lo, n_hi))
     if iso:
-        n_lo, n_hi = float(split.table["n"].min()), float(split.table["n"].max())
-        full_predict = _fit_loss(law, estimator, split.table)[0]
-        row.update(nopt_error=float(np.log(_n_opt(predict, c_held, n_lo, n_hi) / reference_n_opt(split))),
-                   a_train=_exponent(predict, tr["c"].unique(), n_lo, n_hi),
-                   a_full=_exponent(full_predict, split.table["c"].unique(), n_lo, n_hi))
+        row["nopt_error"] = float(np.log(_n_opt(predict, c_held, n_lo, n_hi) / reference_n_opt(split)))
     return row, err
 
 
@@ -164,14 +196,15 @@ def entry_key(row: dict[str, Any]) -> str:
     return f"{row['law']} / {row['estimator']}"
 
 
-def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> DatasetBoard:
+def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+                fit_boot: int = 0) -> DatasetBoard:
     """Every applicable entry on one split, and the paired verdict on its RMSLEs (none when the held-out runs
     hold fewer than MIN_UNITS independent units)."""
     from scalinglab.fitting.laws.compare import paired_rmsle_differences
 
     rows, errors = [], {}
     for law, est in entries or entries_for(split):
-        row, err = score_entry(split, law, est, level)
+        row, err = score_entry(split, law, est, level, fit_boot, seed)
         rows.append(row)
         if err.size and np.all(np.isfinite(err)):
             errors[entry_key(row)] = err
@@ -264,14 +297,16 @@ def _f(x, digits: int, sign: bool = False) -> str:
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, progress: bool = False) -> Scoreboard:
-    """Every split's board (``splits``: protocol.Split objects)."""
+def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, fit_boot: int = 0,
+        progress: bool = False) -> Scoreboard:
+    """Every split's board (``splits``: protocol.Split objects); ``fit_boot``: Approach 3's row bootstrap."""
     it = list(splits)
     if progress:
         from tqdm.auto import tqdm
 
         it = tqdm(it, desc="datasets", leave=False)
-    return Scoreboard(tuple(score_split(s, n_boot=n_boot, seed=seed, level=level) for s in it), level)
+    return Scoreboard(tuple(score_split(s, n_boot=n_boot, seed=seed, level=level, fit_boot=fit_boot) for s in it),
+                      level)
 
 
 def score_runs(table, holdout, *, n: str = "N", d: str | None = "D", c: str | None = None, loss: str = "loss",
