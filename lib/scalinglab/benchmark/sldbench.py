@@ -74,7 +74,8 @@ def _rows(df: pd.DataFrame, roles: dict[str, str], target: str) -> dict[str, np.
 
 
 def tasks(*, sft_files=SFT_FILES) -> list[Task]:
-    """The SLDBench tasks the benchmark scores, on the loaders' splits."""
+    """The SLDBench tasks the benchmark scores, on the loaders' splits; ``sft_files``: the fine-tuning files
+    read (none: no fine-tuning task)."""
     from scalinglab import data
 
     out = []
@@ -101,6 +102,8 @@ def tasks(*, sft_files=SFT_FILES) -> list[Task]:
         sizes = [c for c in wide.columns if c not in ("model", "0")]
         for _, r in wide.iterrows():
             long += [{"group": f"{r['model']}|{f}", "x": float(s), "y": float(r[s])} for s in sizes]
+    if not long:   # no fine-tuning files asked for
+        return out
     sft = pd.DataFrame(long)
     test = sft["x"] == sft["x"].max()
     out.append(Task("sft", "", _rows(sft[~test], {"x": "x"}, "y"), _rows(sft[test], {"x": "x"}, "y"),
