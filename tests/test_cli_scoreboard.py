@@ -54,3 +54,16 @@ def test_conditions_and_units_and_one_line_errors(tmp_path, capsys):
     assert "must leave some of each" in capsys.readouterr().err
     assert cli.main(["scoreboard", csv, "--holdout", "largest-budget", "--c-col", "C", "--bootstrap", "0"]) == 2
     assert "--bootstrap 0" in capsys.readouterr().err
+
+
+def test_plot_writes_a_figure_and_refuses_a_bad_path(tmp_path, capsys):
+    csv = _runs(tmp_path / "runs.csv")
+    png = tmp_path / "board.png"
+    assert cli.main(["scoreboard", csv, "--holdout", "largest-budget", "--c-col", "C", "--bootstrap", "100",
+                     "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert cli.main(["scoreboard", csv, "--holdout", "largest-budget", "--c-col", "C", "--plot",
+                     str(tmp_path / "board.txt")]) == 2
+    assert "--plot" in capsys.readouterr().err
+    assert cli.main(["scoreboard", csv, "--holdout", "largest-budget", "--c-col", "C", "--plot", csv]) == 2

@@ -318,3 +318,33 @@ def score_runs(table, holdout, *, n: str = "N", d: str | None = "D", c: str | No
 
     split = from_table(table, holdout, n=n, d=d, c=c, loss=loss, u=u, unit=unit, where=where, name=name)
     return Scoreboard((score_split(split, n_boot=n_boot, seed=seed, level=level),), level)
+
+
+def figure(board: Scoreboard):
+    """What ``scalinglab scoreboard --plot`` draws: each dataset's held-out RMSLE per law × estimator, log scale,
+    with the best and the entries tied with it filled, the others hollow (matplotlib imported here only)."""
+    from matplotlib.figure import Figure
+
+    rows = [r for r in board.rows() if np.isfinite(r["rmsle"])]
+    entries = list(dict.fromkeys(entry_key(r) for r in rows))
+    names = [b.split.dataset for b in board.boards]
+    legend_in = 0.3 + 0.18 * len(entries)    # two labels per entry, two columns: one row of legend each
+    height = 2.0 + legend_in + 0.15 * len(names) * max(1, len(entries))
+    fig = Figure(figsize=(9, height))
+    ax = fig.add_subplot()
+    for k, e in enumerate(entries):
+        mine = [r for r in rows if entry_key(r) == e]
+        y = np.array([names.index(r["dataset"]) for r in mine]) + 0.8 * (k / max(len(entries) - 1, 1) - 0.5)
+        x = np.array([r["rmsle"] for r in mine])
+        top = np.array([r["verdict"] in ("best", "tied for best") for r in mine])
+        colour = f"C{k}"
+        ax.scatter(x[top], y[top], color=colour, label=f"{e}: best or tied")
+        ax.scatter(x[~top], y[~top], facecolor="white", edgecolor=colour, label=f"{e}: worse or not ranked")
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("held-out RMSLE (log scale)")
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="lower center", ncol=2, frameon=False)
+    ax.set_title(f"filled: best, or tied with it (paired {board.level:.0%} interval holds 0)", fontsize=9)
+    fig.tight_layout(rect=(0, legend_in / height, 1, 1))
+    return fig

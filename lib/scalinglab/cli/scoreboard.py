@@ -33,16 +33,22 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (default 0)")
     p.add_argument("--level", type=float, default=0.95, metavar="L", help="level of the intervals (default 0.95)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="PATH", help="write a figure of the held-out RMSLEs (.png, .pdf or .svg)")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    from scalinglab.benchmark.scoreboard import score_runs
+    from scalinglab.benchmark import scoreboard as S
     from scalinglab.cli.tables import check_level, check_level_supported, read_csv
     from scalinglab.errors import UserError
+    from scalinglab.files import check_outputs
+    from scalinglab.fitting.plot import check_plot_path, save_figure
     from scalinglab.serialization import dumps
 
     check_level(args.level)
+    if args.plot:
+        check_outputs({"--plot": args.plot}, [args.csv])
+        check_plot_path(args.plot)
     if args.bootstrap < 1:
         raise UserError(f"--bootstrap {args.bootstrap}: the paired interval that decides ties needs resamples")
     check_level_supported(args.bootstrap, args.level)
@@ -57,10 +63,12 @@ def _run(args) -> int:
     c = args.c_col or roles.get("c")
     d = args.d_col or roles.get("d") or (None if c else "D")
     try:
-        board = score_runs(table, holdout, n=args.n_col or roles.get("n", "N"), d=d, c=c,
-                           loss=args.loss_col or roles.get("loss", "loss"), u=args.u_col, unit=args.unit_col,
-                           where=args.where, n_boot=args.bootstrap, seed=args.seed, level=args.level, name=label)
+        board = S.score_runs(table, holdout, n=args.n_col or roles.get("n", "N"), d=d, c=c,
+                             loss=args.loss_col or roles.get("loss", "loss"), u=args.u_col, unit=args.unit_col,
+                             where=args.where, n_boot=args.bootstrap, seed=args.seed, level=args.level, name=label)
     except UserError as exc:
         raise UserError(f"{label}: {exc}") from None
+    if args.plot:
+        save_figure(args.plot, S.figure(board))
     print(dumps({"source": label, **board.to_dict()}) if args.json else board.summary())
     return 0
