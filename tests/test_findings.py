@@ -383,6 +383,7 @@ def test_benchmark_known_answers():
     t = text("08_extrapolation_benchmark")
     assert "18 datasets (13 isoFLOP experiments): Chinchilla by Approach 3 alone best on 1, tied for best on 9" in t
     assert "worse than the best (its paired 95% interval excludes 0) on 11 of 18 datasets" in t
+    assert "yet alone best on 3 (porian-rw-kaplan_reproduction, porian-rw-plus_head and" in t
     assert "Chinchilla by Approach 3 176 of 201 (88%)" in t and "row bootstrap added, 183 of 201 (91%)" in t
     assert "reaches the published human-law R² on 2 of 4 tasks in scope" in t
     assert "0.74 with its token columns as published, 0.98 corrected (baseline 0.911)" in t

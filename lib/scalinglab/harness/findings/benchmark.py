@@ -48,12 +48,14 @@ def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
 
     kap = [r for r in rows if _key(r) == "kaplan / law engine" and not _missing(r["rmsle"])]
     worse = sum(1 for r in kap if r["verdict"] == "worse")
+    alone = [r["dataset"] for r in kap if r["verdict"] == "best"]
     kw = next((w for w in wins if w["entry"] == "kaplan / law engine"), None)
     if kw:
         out.append(Finding(
             f"Kaplan et al.'s form, which has no irreducible loss, is worse than the best (its paired 95% interval "
-            f"excludes 0) on {worse} of {len(kap)} datasets, with a median held-out RMSLE "
-            f"{dec(kw['median_ratio_to_best'], 1)}× the best entry's."))
+            f"excludes 0) on {worse} of {len(kap)} datasets, median held-out RMSLE "
+            f"{dec(kw['median_ratio_to_best'], 1)}× the best entry's"
+            + (f", yet alone best on {len(alone)} ({_names(alone)})." if alone else ".")))
 
     cover = []
     for entry in ("chinchilla / approach3", "chinchilla / varpro", "gadre / law engine"):
@@ -80,7 +82,7 @@ def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
                  dict.fromkeys([best, "approach2 / parabola", "chinchilla / approach3"]) if k in by]
         out.append(Finding(
             f"On the {len({r['dataset'] for r in iso})} isoFLOP experiments, the held-out budget's N_opt (against a "
-            f"parabola through that budget's own runs) is missed by a median factor of: " + "; ".join(parts) + "."))
+            f"parabola through that budget's own runs) is missed by a median of: " + "; ".join(parts) + "."))
 
     sld = s("sldbench")
     scored = {k: v for k, v in sld.items() if "as published" not in k}
