@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "compare",
     "design",
     "compare_laws",
+    "scoreboard",
     "isoflop",
     "envelope",
     "params",

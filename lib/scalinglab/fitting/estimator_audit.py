@@ -153,7 +153,15 @@ def audit(law: ScalingLaw, grid: Grid, noise: float, reps: int, seed: int = 0,
     their Monte Carlo errors are alike. ``a2_noise``: the noise Approach 2's bootstrap assumes
     (``isoflop.budget_optima``'s ``noise``; None: its default, the pooled parabola residual)."""
     rng = np.random.default_rng(seed)
-    budgets = simulate(law, grid, noise, reps, rng)
+    return estimate(simulate(law, grid, noise, reps, rng), seed=seed, estimators=estimators, n_boot=n_boot,
+                    a2_noise=a2_noise, progress=progress)
+
+
+def estimate(budgets, seed: int = 0, estimators=ESTIMATORS, n_boot: int = 200, a2_noise=None,
+             progress: bool = False) -> dict[str, np.ndarray]:
+    """:func:`audit` on experiments already drawn: ``budgets`` as :func:`simulate` returns them, (C, N (k,),
+    L (k, reps)) per budget, from any truth and noise (``fitting.audit_truths``)."""
+    reps = budgets[0][2].shape[1]
     N = np.concatenate([n for _, n, _ in budgets])
     D = np.concatenate([c / (6 * n) for c, n, _ in budgets])
     out = {e: np.full((reps, 3), np.nan) for e in estimators}
