@@ -54,7 +54,7 @@ MIN_UNITS = 2
 
 def _fit_loss(law: str, estimator: str, t: pd.DataFrame, n_boot: int = 0,
               seed: int = 0) -> tuple[Callable, int, str, Any]:
-    """(predict(table) → loss, free parameters, status, Approach 3's FitResult or None) of one loss entry
+    """(predict(table) → loss, free parameters, status, Approach 3's LawFit or None) of one loss entry
     fitted to the rows ``t``; ``n_boot``: Approach 3's row bootstrap."""
     n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
     if estimator == "approach3":

@@ -15,34 +15,35 @@ def register(sub) -> None:
                     "parabola and spline with --c-col) to the runs a --holdout split keeps, and score each on the "
                     "runs it holds out: RMSLE, coverage of the new-run interval, and with budgets N_opt and the "
                     "exponent a. A paired bootstrap of the held-out errors says which entries tie with the best.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
-    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    from scalinglab.cli import flags
+
+    flags.add_source(p)
     p.add_argument("--holdout", action="append", required=True, metavar="WAY", help=HOLDOUT_HELP)
-    p.add_argument("--n-col", metavar="COL", help="parameters N (default N, or the dataset's role)")
-    p.add_argument("--d-col", metavar="COL", help="training tokens D (default D, or the dataset's role)")
-    p.add_argument("--c-col", metavar="COL", help="the isoFLOP budget C of each run (D = C/6N without --d-col)")
-    p.add_argument("--loss-col", metavar="COL", help="final loss (default loss, or the dataset's role)")
-    p.add_argument("--u-col", metavar="COL", help="unique tokens (adds the data-constrained law)")
+    flags.add_columns(p, "n", "loss", "u")
+    p.add_argument("--d-col", metavar="COL", default=None,
+                   help="training tokens D (default: the dataset's role, else D; without it D = C/(6N))")
+    p.add_argument("--c-col", metavar="COL", default=None,
+                   help="compute C in FLOP at which the row's loss was measured: the isoFLOP budget each run "
+                        "belongs to (adds Approach 2; default: the dataset's role)")
     p.add_argument("--unit-col", metavar="COL",
                    help="the paired bootstrap draws whole values of COL (e.g. N: a model read at several token "
                         "counts); default: each held-out run on its own")
-    p.add_argument("--where", action="append", metavar="COND", help="use only rows matching COND (repeat: all)")
-    p.add_argument("--bootstrap", type=int, default=2000, metavar="K",
-                   help="paired-bootstrap resamples of the held-out units (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L", help="level of the intervals (default 0.95)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", metavar="PATH", help="write a figure of the held-out RMSLEs (.png, .pdf or .svg)")
+    flags.add_where(p)
+    flags.add_resampling(p, flags.BOOTSTRAP_FOR_INTERVALS, "the paired bootstrap of the held-out units that decides "
+                         "ties")
+    flags.add_json(p)
+    p.add_argument("--plot", metavar="FILE", help="also write a figure of the held-out RMSLEs to FILE (.png, .pdf or "
+                                                  ".svg)")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
     from scalinglab.benchmark import scoreboard as S
-    from scalinglab.cli.tables import check_level, check_level_supported, read_csv
+    from scalinglab.cli.tables import check_level, check_level_supported
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
     from scalinglab.fitting.plot import check_plot_path, save_figure
+    from scalinglab.runs import read_frame
     from scalinglab.serialization import dumps
 
     check_level(args.level)
@@ -52,13 +53,12 @@ def _run(args) -> int:
     if args.bootstrap < 1:
         raise UserError(f"--bootstrap {args.bootstrap}: the paired interval that decides ties needs resamples")
     check_level_supported(args.bootstrap, args.level)
-    roles, label = {}, args.csv
     if args.dataset:
         from scalinglab import data
 
         roles, label, table = data.get(args.dataset).roles, args.dataset, data.load(args.dataset)
     else:
-        table = read_csv(args.csv)
+        roles, label, table = {}, args.csv, read_frame(args.csv)
     holdout = args.holdout[0] if args.holdout[0] in ("largest-budget", "largest-n") else args.holdout
     c = args.c_col or roles.get("c")
     d = args.d_col or roles.get("d") or (None if c else "D")
@@ -72,3 +72,4 @@ def _run(args) -> int:
         save_figure(args.plot, S.figure(board))
     print(dumps({"source": label, **board.to_dict()}) if args.json else board.summary())
     return 0
+
