@@ -33,17 +33,23 @@ def run_draws(runs: Sequence[str], n_boot: int, seed: int):
 
 def rows_of(df: pd.DataFrame, picked: Sequence[str], col: str = "run") -> pd.DataFrame:
     """The rows of each picked run, a run drawn twice appearing twice."""
-    groups = {k: g for k, g in df.groupby(col, sort=False)}
-    return pd.concat([groups[k] for k in picked], ignore_index=True)
+    index = _members(df, col)
+    return df.iloc[np.concatenate([index[k] for k in picked])].reset_index(drop=True)
+
+
+def _members(df: pd.DataFrame, col: str) -> dict[str, np.ndarray]:
+    labels = df[col].astype(str).to_numpy()
+    return {k: np.flatnonzero(labels == k) for k in dict.fromkeys(labels.tolist())}
 
 
 def bootstrap_by_run(tables: Sequence[pd.DataFrame], fit_predict: Callable[..., np.ndarray], n_boot: int,
                      seed: int, col: str = "run") -> np.ndarray:
     """``fit_predict(*resampled_tables)`` on ``n_boot`` resamples of whole runs (the same runs drawn in every
     table): an array (n_boot, …) of what it returns, NaN where a refit failed."""
+    members = [_members(t, col) for t in tables]
     out = []
     for picked in run_draws(tables[0][col].astype(str).tolist(), n_boot, seed):
-        subs = [rows_of(t.assign(**{col: t[col].astype(str)}), picked, col) for t in tables]
+        subs = [t.iloc[np.concatenate([m[k] for k in picked])] for t, m in zip(tables, members)]
         try:
             out.append(np.asarray(fit_predict(*subs), float))
         except (ValueError, UserError, np.linalg.LinAlgError, FloatingPointError):

@@ -161,3 +161,21 @@ def checkpoint_noise(name: str, tasks=None, *, last: int = 10) -> dict[str, floa
     raw = data.load("olmo-ladder-target-7b-full" if name == "7B" else TARGETS[name].dataset)
     df = _columns(raw).iloc[-last:]
     return {t: float(np.std(np.diff(df[f"{t}_acc"].to_numpy()), ddof=1) / np.sqrt(2)) for t in (tasks or TASKS)}
+
+
+def write_tables(folder) -> tuple[str, str]:
+    """The ladder's evaluations and the two targets as the CSVs `scalinglab chain` reads (from the data mirror)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    runs, targets = folder / "olmo_ladder_evals.csv", folder / "olmo_targets.csv"
+    evaluations().drop(columns=["size", "flops_per_token", "c"]).to_csv(runs, index=False)
+    target_actuals().drop(columns=["c"]).to_csv(targets, index=False)
+    return str(runs), str(targets)
+
+
+if __name__ == "__main__":   # python -m scalinglab.downstream.ladder FOLDER
+    import sys
+
+    print("\n".join(write_tables(sys.argv[1] if len(sys.argv) > 1 else ".")))
