@@ -65,7 +65,7 @@ def accuracy_vs_loss(fits, step2: pd.DataFrame, targets: pd.DataFrame, names: di
         ax.set_xlabel("task loss (bits per byte)", fontsize=8)
         ax.set_ylabel("accuracy (%)", fontsize=8)
         ax.tick_params(labelsize=7)
-    axes[0].legend(fontsize=6, loc="lower left")
+    axes[0].legend(fontsize=6, loc="upper right")
     fig.tight_layout()
     return fig
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.downstream import ladder as LD
-from scalinglab.downstream.chain import fit_chain
+from scalinglab.downstream.chain import fit_chain  # noqa: F401  (re-exported for the notebook)
 from scalinglab.downstream.intervals import chain_interval
 from scalinglab.fitting.laws import Law, Param, fit_law
 from scalinglab.serialization import to_jsonable
