@@ -399,3 +399,32 @@ def test_benchmark_counts_ties_as_ties_and_names_untrusted_truths():
     t = text("08_extrapolation_benchmark", summary)
     assert "alone best on 0, tied for best on 18" in t and "alone best on 1" not in t
     assert "no estimator is trusted under kaplan" in t
+def test_downstream_known_answers():
+    t = text("07_downstream")
+    # Bhagia et al.'s 16 chained predictions, reproduced: their code's numbers to the hundredth of a point
+    assert "all 16 of their chained 7B and 13B predictions to within 0.01 points" in t
+    assert "it is 6.9 (their abstract: 6.9)" in t
+    cov = FIXTURE["07_downstream"]["chained_coverage"]
+    assert f"hold {cov['inside']} of 16 actuals" in t
+    assert "16 of 16 predicted task losses lie below every ladder checkpoint's" in t
+    assert "reproduce to their printed rounding in 9 of 9 rows" in t
+
+
+def test_downstream_verdict_follows_the_misses():
+    s = copy.deepcopy(FIXTURE["07_downstream"])
+    for r in s["reproduction"]["table"]:       # every actual inside: no verdict on the form
+        r["inside"] = True
+    s["chained_coverage"]["inside"] = 16
+    assert "None misses." in text("07_downstream", s) and "form is wrong" not in text("07_downstream", s)
+    s = copy.deepcopy(FIXTURE["07_downstream"])
+    for r in s["reproduction"]["table"]:       # only ARC-Challenge misses, from below
+        r["inside"] = r["task"] != "arc_challenge"
+        if r["task"] == "arc_challenge":
+            r["upper"] = r["actual"] - 1.0
+    t = text("07_downstream", s)
+    assert "The misses are ARC-Challenge, every one predicted too low" in t and "not the noise" in t
+
+
+def test_downstream_bullets_are_short():
+    words = [len(b[2:].split()) for b in bullets("07_downstream")]
+    assert max(words) <= 60, words

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "sweep",
     "inverse_eval",
     "trend",
+    "chain",
 )
 
 

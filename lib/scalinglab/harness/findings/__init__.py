@@ -25,6 +25,7 @@ from typing import Any
 
 from scalinglab.harness.findings.benchmark import benchmark
 from scalinglab.harness.findings.chinchilla import chinchilla_fit
+from scalinglab.harness.findings.downstream import downstream
 from scalinglab.harness.findings.estimator_audit import estimator_audit
 from scalinglab.harness.findings.extrapolation import extrapolation
 from scalinglab.harness.findings.format import (
@@ -43,8 +44,8 @@ from scalinglab.harness.findings.inverse import inverse_scaling
 from scalinglab.harness.findings.kaplan_hoffmann import kaplan_vs_hoffmann
 
 __all__ = ["FINDINGS", "MAX_FINDINGS", "NA", "Finding", "MissingSummaryKey", "benchmark", "chinchilla_fit", "dec",
-           "diff", "estimator_audit", "extrapolation", "findings", "interval", "inverse_scaling", "kaplan_vs_hoffmann",
-           "pct", "pval", "render_markdown", "sig"]
+           "diff", "downstream", "estimator_audit", "extrapolation", "findings", "interval", "inverse_scaling",
+           "kaplan_vs_hoffmann", "pct", "pval", "render_markdown", "sig"]
 
 FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "01_chinchilla_fit": chinchilla_fit,
@@ -52,6 +53,7 @@ FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "03_inverse_scaling": inverse_scaling,
     "04_extrapolation": extrapolation,
     "05_estimator_audit": estimator_audit,
+    "07_downstream": downstream,
     "08_extrapolation_benchmark": benchmark,
 }
 

@@ -1,0 +1,180 @@
+"""What `scalinglab chain` and `scalinglab translate` report: chains fitted on a table of ladder evaluations and
+their predictions at targets; a saved loss law carried to another dataset through a loss-to-loss fit.
+
+The chain's input is one row per evaluation of a ladder run: a run label, N, D (tokens so far) and per task a
+loss column and an accuracy column (fractions). Step 1 takes each run's mean of its last ``last`` evaluations
+at its final D; step 2 every evaluation after the first ``skip`` share, smoothed by a ``smooth``-point trailing
+mean (Bhagia et al.'s procedure; ``last = 1, skip = 0, smooth = 1`` uses the rows as given).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.downstream.chain import ChainFit, check_accuracy, fit_chain, warn_if_outside
+from scalinglab.downstream.intervals import ChainInterval, chain_interval
+from scalinglab.downstream.ladder import trailing_mean
+from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
+
+
+@dataclass(frozen=True)
+class ChainOptions:
+    loss_suffix: str = "_loss"
+    acc_suffix: str = "_acc"
+    run_col: str = "run"
+    last: int = 5
+    skip: float = 0.1
+    smooth: int = 5
+    step1_law: str = "chinchilla"
+    step2_law: str = "sigmoid"
+    anchor: bool = True
+    n_boot: int = 0
+    seed: int = 0
+    level: float = 0.95
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """Each task's chain and its predictions (fractions) at each target, with intervals when bootstrapped."""
+
+    fits: dict[str, ChainFit]
+    targets: pd.DataFrame                     # n, d, a label, and per task its prediction (and actual)
+    intervals: dict[str, list[ChainInterval]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    options: ChainOptions = ChainOptions()
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"fits": {t: f.to_dict() for t, f in self.fits.items()},
+                            "predictions": self.targets.to_dict("records"),
+                            "intervals": {t: [i.to_dict() for i in ivs] for t, ivs in self.intervals.items()},
+                            "warnings": list(self.warnings), "options": self.options.__dict__})
+
+    def summary(self) -> str:
+        lines = []
+        for task, fit in self.fits.items():
+            lines.append(fit.summary())
+            for i, row in self.targets.iterrows():
+                pred = row[f"{task}_pred"]
+                txt = f"  {row['target']}: N = {row['n']:.3g}, D = {row['d']:.3g}: accuracy {100 * pred:.2f}"
+                if task in self.intervals:
+                    iv = self.intervals[task][i]
+                    txt += f" [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] ({iv.level:.0%}, ladder runs resampled)"
+                act = f"{task}{self.options.acc_suffix}"
+                if act in row and pd.notna(row[act]):
+                    txt += f"; actual {100 * row[act]:.2f}"
+                lines.append(txt)
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _need(df: pd.DataFrame, cols, label: str) -> None:
+    for c in cols:
+        if c not in df.columns:
+            raise UserError(f"{label}: no column {c!r}")
+
+
+def points(evals: pd.DataFrame, tasks, o: ChainOptions, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(step-1 rows, one per run; step-2 rows, the checkpoints kept) from a table of evaluations."""
+    cols = [f"{t}{s}" for t in tasks for s in (o.loss_suffix, o.acc_suffix)]
+    _need(evals, [o.run_col, "n", "d", *cols], label)
+    for t in tasks:
+        check_accuracy(evals[f"{t}{o.acc_suffix}"], f"{label}, column {t + o.acc_suffix!r}")
+    ev = evals.rename(columns={o.run_col: "run"}).reset_index(drop=True)
+    ev["run"] = ev["run"].astype(str)
+    s1, s2 = [], []
+    for _, g in ev.groupby("run", sort=False):
+        g = g.sort_values("d")
+        tail = g.iloc[-o.last:]
+        s1.append({"run": g["run"].iloc[0], "n": g["n"].iloc[-1], "d": g["d"].iloc[-1], **tail[cols].mean()})
+        g = g.iloc[int(np.ceil(o.skip * len(g))):].copy()
+        for c in cols:
+            g[c] = trailing_mean(g[c].to_numpy(float), o.smooth)
+        s2.append(g)
+    return pd.DataFrame(s1), pd.concat(s2, ignore_index=True)
+
+
+def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: ChainOptions = ChainOptions(), *,
+                 label: str = "runs", target_label: str = "targets", score: bool = False) -> ChainReport:
+    """Fit a chain per task on ``evals`` and predict each row of ``targets`` (columns n, d). ``score``: the
+    targets must carry each task's accuracy column, compared with the prediction."""
+    o = options
+    tasks = list(tasks)
+    if not tasks:
+        raise UserError("name at least one task (--tasks)")
+    _need(targets, ["n", "d"], target_label)
+    if score:
+        _need(targets, [f"{t}{o.acc_suffix}" for t in tasks], target_label)
+    s1, s2 = points(evals, tasks, o, label)
+    out = targets.copy().reset_index(drop=True)
+    out["target"] = out[o.run_col].astype(str) if o.run_col in out else [f"row {i + 1}" for i in range(len(out))]
+    fits, ivs, warned = {}, {}, []
+    for t in tasks:
+        fit = fit_chain(s1, s2, f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}", task=t, step1_law=o.step1_law,
+                        step2_law_name=o.step2_law, anchor=o.anchor, where=label)
+        fits[t] = fit
+        out[f"{t}_pred"] = fit.predict(out["n"], out["d"])
+        out[f"{t}_pred_loss"] = fit.predict_loss(out["n"], out["d"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warned += warn_if_outside(fit, out["n"], out["d"], labels=list(out["target"]))
+        if o.n_boot:
+            ivs[t] = chain_interval(fit, s1, s2, f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}", out, n_boot=o.n_boot,
+                                    seed=o.seed, level=o.level,
+                                    actual=f"{t}{o.acc_suffix}" if f"{t}{o.acc_suffix}" in out else None)
+    return ChainReport(fits, out, ivs, tuple(warned), o)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A saved loss law carried to a target dataset: L1(N, D) = K·(L0(N, D) − E0)^κ + E1."""
+
+    source: str
+    kappa: float
+    K: float
+    E0: float
+    E1: float
+    r2_pairs: float
+    n_pairs: int
+    predictions: pd.DataFrame
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({k: getattr(self, k) for k in ("source", "kappa", "K", "E0", "E1", "r2_pairs",
+                                                          "n_pairs")} | {"predictions":
+                                                                         self.predictions.to_dict("records")})
+
+    def summary(self) -> str:
+        lines = [f"{self.source} translated: L1 = {self.K:.4g}·(L0 − {self.E0:.4g})^{self.kappa:.4g} + "
+                 f"{self.E1:.4g} (R² {self.r2_pairs:.4f} on {self.n_pairs} pairs)"]
+        for _, r in self.predictions.iterrows():
+            act = f", actual {r['actual']:.4f}" if "actual" in r and pd.notna(r["actual"]) else ""
+            lines.append(f"  N = {r['n']:.3g}, D = {r['d']:.3g}: source {r['source_loss']:.4f} → target "
+                         f"{r['target_loss']:.4f}{act}")
+        return "\n".join(lines)
+
+
+def translate_saved(saved_law: dict[str, float], source: str, pairs: pd.DataFrame, x_col: str, y_col: str,
+                    at: pd.DataFrame, *, e1: float | None = None, actual: str | None = None,
+                    label: str = "pairs") -> Translation:
+    """``saved_law``: Chinchilla's E, A, B, alpha, beta for the source dataset; ``pairs``: models trained on the
+    source (``x_col``) and on the target (``y_col``) with equal N and D. E0 is the saved law's E; E1 is fitted
+    unless given."""
+    from scalinglab.downstream.loss_to_loss import fit_loss_to_loss
+
+    _need(pairs, [x_col, y_col], label)
+    _need(at, ["n", "d"], "targets")
+    l2l = fit_loss_to_loss(pairs[x_col].to_numpy(float), pairs[y_col].to_numpy(float), saved_law["E"], e1)
+    p = saved_law
+    n, d = at["n"].to_numpy(float), at["d"].to_numpy(float)
+    L0 = p["E"] + p["A"] / n ** p["alpha"] + p["B"] / d ** p["beta"]
+    pred = pd.DataFrame({"n": n, "d": d, "source_loss": L0, "target_loss": l2l.predict(L0)})
+    if actual:
+        _need(at, [actual], "targets")
+        pred["actual"] = at[actual].to_numpy(float)
+    return Translation(source, l2l.kappa, l2l.K, l2l.E0, l2l.E1, l2l.r2, l2l.n_pairs, pred)
+
