@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "sweep",
     "inverse_eval",
     "trend",
+    "curves",
 )
 
 

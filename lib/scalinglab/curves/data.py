@@ -92,6 +92,11 @@ def own_curves(db_path, schedules=None) -> list[Curve]:
         con.close()
 
 
+def _row(g, j: int) -> str:
+    """Where row j of a run's rows is: its line in the file when the table was read by the CLI."""
+    return f"line {g.index[j]}" if g.index.name == "line" else f"row {g.index[j]}"
+
+
 def curves_from_table(df: pd.DataFrame, source: str = "table", need_loss: bool = True) -> list[Curve]:
     """Curves from rows (run, step, lr[, loss]): ``step`` counts steps done (1 = after the first), ``lr`` is that
     step's rate. Rates between rows are interpolated linearly; before the first row they ramp linearly from 0
@@ -107,24 +112,25 @@ def curves_from_table(df: pd.DataFrame, source: str = "table", need_loss: bool =
             v = pd.to_numeric(g[c], errors="coerce").to_numpy(float)
             bad = ~np.isfinite(v)
             if bad.any():
-                i = g.index[np.argmax(bad)]
-                raise UserError(f"{source}: run {run}: row {i + 2}: column {c} is not a finite number: {g[c][i]!r}")
+                j = int(np.argmax(bad))
+                raise UserError(f"{source}: run {run}: {_row(g, j)}: column {c} is not a finite number: "
+                                f"{g[c].iloc[j]!r}")
         step = g["step"].to_numpy(float)
         lr = g["lr"].to_numpy(float)
         if (step < 1).any() or (step != np.round(step)).any():
-            i = g.index[np.argmax((step < 1) | (step != np.round(step)))]
-            raise UserError(f"{source}: run {run}: row {i + 2}: step {step[i - g.index[0]]:g} is not a whole "
-                            "number of steps >= 1")
+            j = int(np.argmax((step < 1) | (step != np.round(step))))
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: step {step[j]:g} is not a whole number of "
+                            "steps >= 1")
         if (np.diff(step) <= 0).any():
             j = int(np.argmax(np.diff(step) <= 0)) + 1
-            raise UserError(f"{source}: run {run}: row {g.index[j] + 2}: steps not increasing "
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: steps not increasing "
                             f"({step[j - 1]:g} then {step[j]:g})")
         if (lr < 0).any():
             j = int(np.argmax(lr < 0))
-            raise UserError(f"{source}: run {run}: row {g.index[j] + 2}: negative lr {lr[j]:g}")
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: negative lr {lr[j]:g}")
         if need_loss and (g["loss"].to_numpy(float) <= 0).any():
             j = int(np.argmax(g["loss"].to_numpy(float) <= 0))
-            raise UserError(f"{source}: run {run}: row {g.index[j] + 2}: loss must be positive")
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: loss must be positive")
         at = step.astype(int)
         xs = np.concatenate([[0], at]) if at[0] > 1 else at
         ys = np.concatenate([[0.0], lr]) if at[0] > 1 else lr
@@ -171,3 +177,22 @@ def parse_schedule(text: str) -> np.ndarray:
                    min_lr_ratio=kv.get("floor", 0.1), cooldown=kv.get("cooldown", 0.2),
                    drop_at=kv.get("drop_at", 0.5), drop_factor=kv.get("drop_factor", 0.1))
     return sch.lrs()
+
+
+def registered_table(names) -> pd.DataFrame:
+    """Registered curves as one (run, step, lr, loss) table, each dataset one run. Luo et al.'s rows count steps
+    from 0 (their evaluation reads the area through that step's rate), so their step + 1 is the steps done."""
+    from scalinglab import data
+
+    parts = []
+    for name in names:
+        df = data.load(name)
+        missing = [c for c in ("step", "lr", "loss") if c not in df.columns]
+        if missing:
+            raise UserError(f"dataset {name}: not a curve (lacks {', '.join(missing)})")
+        df = df[["step", "lr", "loss"]].copy()
+        if name.startswith("mpl-"):
+            df["step"] = df["step"] + 1
+        df.insert(0, "run", name)
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)

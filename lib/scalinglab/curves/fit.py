@@ -62,7 +62,7 @@ class CurveFit:
     def summary(self) -> str:
         ps = ", ".join(f"{k} = {v:.4g}" for k, v in self.params.items())
         return (f"{self.law} law ({LAWS[self.law].citation}) on {len(self.curves)} curve(s), {self.n_points} "
-                f"points: {ps}\nHuber objective (δ = {self.delta:g}, log loss) {self.objective:.4g}; "
+                f"points\n{ps}\nHuber objective (δ = {self.delta:g}, log loss) {self.objective:.4g}; "
                 f"{self.status}")
 
     def to_dict(self) -> dict:
