@@ -12,8 +12,8 @@ training curve as fit·exp(r*), r* the curve's own residuals resampled in circul
 logged points, refits the law from the fit's parameters, and predicts. The block length is the first lag at which
 the pooled residual autocorrelation falls below 0.2 (the dependence it must carry), at least 2 and at most a
 quarter of the shortest training curve. A prediction interval for a new curve adds to each replicate's curve one
-log residual drawn from the training residuals (one per replicate and curve: a level shift, as the residuals
-are), so the interval holds both the law's uncertainty and the fit's typical misfit.
+log residual drawn from the training residuals (one per replicate, the whole curve shifted: the residuals
+are slow bends, not independent points), so the interval holds both the law's uncertainty and the fit's typical misfit.
 """
 
 from __future__ import annotations

@@ -36,14 +36,18 @@ def groups(db) -> dict[tuple[int, int], dict[str, Curve]]:
     return out
 
 
-def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, seed: int = 0) -> list[dict]:
-    """One row per (model, law, unseen schedule): metrics, the final loss, its prediction and interval."""
+def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, seed: int = 0,
+                store: dict | None = None) -> list[dict]:
+    """One row per (model, law, unseen schedule): metrics, the final loss, its prediction and interval.
+    ``store``, if given, receives each (width, seed, law)'s (fit, bootstrap)."""
     rows = []
     for (width, rep), g in sorted(groups(db).items()):
         train, test = [g[s] for s in TRAIN_SCHEDULES], [g[s] for s in TEST_SCHEDULES]
         for law in laws:
             fit = F.fit_curves(train, law)
             boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
+            if store is not None:
+                store[(width, rep, law)] = (fit, boot)
             for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot)):
                 rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
                                  status=fit.status, block=boot.block if boot else None, **p.to_dict()))
@@ -62,17 +66,22 @@ def wsd_curve(run: Curve, fraction: float) -> Curve:
     return Curve(f"wsd-{fraction:g}", lrs, np.array([total]), None, dict(m, tokens=total * m["tokens_per_step"]))
 
 
-def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int = 0, seed: int = 0) -> dict:
+def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int = 0, seed: int = 0,
+                   store: dict | None = None) -> dict:
     """Per model (seed 0): the multi-power law fitted to its constant and cosine runs predicts the final loss of a
     WSD run ending at each fraction of the run's tokens; with ``n_boot``, each block-bootstrap replicate does
-    too. Returns the points (N, D, predicted L, and the replicates' L) and the real WSD runs' final losses."""
+    too (``store``: fits and bootstraps already made by :func:`fit_predict`, reused). Returns the points
+    (N, D, predicted L), the replicates' L and the real WSD runs' final losses."""
     pts, reps, real = [], [], []
     for (width, rep), g in sorted(groups(db).items()):
         if rep != 0:
             continue
         train = [g[s] for s in TRAIN_SCHEDULES]
-        fit = F.fit_curves(train, "multipower")
-        boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
+        if store and (width, rep, "multipower") in store:
+            fit, boot = store[(width, rep, "multipower")]
+        else:
+            fit = F.fit_curves(train, "multipower")
+            boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
         n = g["wsd"].meta["n"]
         real.append(dict(width=width, n=n, d=int(g["wsd"].at[-1]) * g["wsd"].meta["tokens_per_step"],
                          loss=float(g["wsd"].loss[-1])))
