@@ -99,7 +99,7 @@ def test_one_default_per_flag_meaning():
             allowed = 2 if flag == "--bootstrap" else 1
             assert len(defaults) <= allowed, f"{flag} {choices or ''}: defaults {defaults} differ between commands"
     optional = {n for n, a in flags["--bootstrap"].items() if a.default == grammar.BOOTSTRAP_ON_REQUEST}
-    assert optional == {"fit", "compare-laws", "chain"}
+    assert optional == {"fit", "compare-laws", "chain", "fit-curve"}
     assert {a.default for a in flags["--level"].values()} == {grammar.LEVEL}
 
 

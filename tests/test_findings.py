@@ -428,3 +428,24 @@ def test_downstream_verdict_follows_the_misses():
 def test_downstream_bullets_are_short():
     words = [len(b[2:].split()) for b in bullets("07_downstream")]
     assert max(words) <= 60, words
+
+
+def test_loss_curves_known_answers():
+    t = text("06_loss_curves")
+    rep = FIXTURE["06_loss_curves"]["mpl_reproduction"]
+    # the reproduction's numbers and their differences from the published table, per size
+    assert f"R² {rep['25M']['r2']:.4f} / {rep['100M']['r2']:.4f} / {rep['400M']['r2']:.4f}" in t
+    assert "fitted as they ran it (an early-stopped AdamW)" in t and "25M / 100M / 400M" in t
+    cov = FIXTURE["06_loss_curves"]["coverage"]["multipower"]
+    assert f"{cov['inside']} of {cov['total']} unseen curves (multi-power (Huber optimum))" in t
+    assert "cannot identify it." in t and "Issue" not in t
+
+
+def test_loss_curves_reads_the_separate_runs_exponent_when_there_is_one():
+    summary = copy.deepcopy(FIXTURE["06_loss_curves"])
+    summary["one_run"]["separate_a"] = 0.4321
+    t = text("06_loss_curves", summary)
+    assert "give a = 0.43 without an interval." in t and "cannot identify" not in t
+    summary["law_comparison"]["tissue"]["prede"] = 0.0123456
+    assert "Tissue et al.'s annealing law" in text("06_loss_curves", summary)
+    assert "0.01235" in text("06_loss_curves", summary)

@@ -23,6 +23,7 @@ REQUIRED_KEYS = {
                          "few_runs", "which_law"],
     "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "best", "rule", "width_bias",
                            "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
+    "06_loss_curves": ["mpl_reproduction", "law_comparison", "coverage", "own_runs", "one_run"],
     "07_downstream": ["chained", "chained_coverage", "reproduction", "misses", "loss_to_loss"],
     "08_extrapolation_benchmark": ["scoreboard", "sldbench", "wins", "datasets", "audit_truths", "audit_verdicts"],
 }

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "inverse_eval",
     "trend",
     "chain",
+    "curves",
 )
 
 

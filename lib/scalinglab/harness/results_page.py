@@ -24,6 +24,7 @@ TITLES = {
     "03_inverse_scaling": "03 · Inverse scaling: when bigger is worse",
     "04_extrapolation": "04 · Does the fit extrapolate? Held-out checks on Gadre et al. 2024",
     "05_estimator_audit": "05 · Which estimator of a to trust? An audit on simulated isoFLOP experiments",
+    "06_loss_curves": "06 · Whole loss curves: predicting a learning-rate schedule never trained",
     "07_downstream": "07 · From loss to task accuracy: Bhagia et al.'s ladder and loss-to-loss prediction",
     "08_extrapolation_benchmark": "08 · Which law, fitted how, predicts the runs it never saw? An extrapolation "
                                   "benchmark",

@@ -17,7 +17,7 @@ In a notebook::
     wb.write_summary()
     update_display(Markdown(render_markdown(wb.name, wb.summary)), display_id="findings")
 
-``python -m scalinglab.harness.results_page`` renders all four into ``docs/results.md``.
+``python -m scalinglab.harness.results_page`` renders them all into ``docs/results.md``.
 """
 
 from collections.abc import Callable, Mapping
@@ -42,10 +42,11 @@ from scalinglab.harness.findings.format import (
 )
 from scalinglab.harness.findings.inverse import inverse_scaling
 from scalinglab.harness.findings.kaplan_hoffmann import kaplan_vs_hoffmann
+from scalinglab.harness.findings.loss_curves import loss_curves
 
 __all__ = ["FINDINGS", "MAX_FINDINGS", "NA", "Finding", "MissingSummaryKey", "benchmark", "chinchilla_fit", "dec",
            "diff", "downstream", "estimator_audit", "extrapolation", "findings", "interval", "inverse_scaling",
-           "kaplan_vs_hoffmann", "pct", "pval", "render_markdown", "sig"]
+           "kaplan_vs_hoffmann", "loss_curves", "pct", "pval", "render_markdown", "sig"]
 
 FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "01_chinchilla_fit": chinchilla_fit,
@@ -53,6 +54,7 @@ FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "03_inverse_scaling": inverse_scaling,
     "04_extrapolation": extrapolation,
     "05_estimator_audit": estimator_audit,
+    "06_loss_curves": loss_curves,
     "07_downstream": downstream,
     "08_extrapolation_benchmark": benchmark,
 }

@@ -1,0 +1,93 @@
+"""`scalinglab fit-curve` and `scalinglab predict-curve`: whole loss curves under learning-rate schedules.
+
+fit-curve fits a curve law (the multi-power law of Luo et al. 2025, Tissue et al. 2024's annealing law, or a
+power law in steps) to a table of (run, step, lr, loss) rows (``scalinglab.curves.report.fit_table``);
+predict-curve predicts a schedule from a saved fit (``predict_schedule``). numpy, pandas and scipy load inside
+the commands; torch never.
+"""
+
+from __future__ import annotations
+
+from scalinglab.cli.tables import check_level, select_rows
+from scalinglab.runs import read_frame
+
+LAWS = ("multipower", "tissue", "baseline")   # mirrors scalinglab.curves.laws.LAWS (tests check it)
+
+
+def register(sub) -> None:
+    from scalinglab.cli import flags
+
+    p = sub.add_parser("fit-curve", help="fit a loss-curve law to (run, step, lr, loss) rows",
+                       description="Fit a law of the whole loss curve under its learning-rate schedule to a table "
+                                   "with one row per (run, logged step): step counts the steps done, lr is that "
+                                   "step's rate, loss the loss after it. Rates between rows are interpolated "
+                                   "linearly. One parameter set for all runs; Huber (delta 1e-3) on log loss. "
+                                   "--bootstrap K resamples blocks of consecutive steps' residuals.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("csv", nargs="?", help="a CSV with columns run, step, lr, loss")
+    src.add_argument("--dataset", action="append", metavar="NAME",
+                     help="a registered curve (repeatable; Luo et al.'s mpl-* sets: each is one run)")
+    p.add_argument("--law", default="multipower", choices=LAWS,
+                   help="multipower (Luo et al. 2025, default), tissue (Tissue et al. 2024), baseline (power law "
+                        "in steps)")
+    flags.add_where(p)
+    flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of blocks of consecutive steps' residuals")
+    flags.add_json(p, "print the fit's JSON (to_dict)")
+    p.add_argument("--plot", metavar="PATH", help="draw the curves, the fit and its intervals to PATH")
+    p.add_argument("--save", metavar="PATH", help="save the fit (JSON) for predict-curve --fit")
+    p.set_defaults(func=_fit)
+
+    q = sub.add_parser("predict-curve", help="predict a schedule's loss curve from a saved curve fit",
+                       description="Predict the loss curve of a learning-rate schedule from a fit saved by "
+                                   "`fit-curve --save`: the schedule by name with parameters, e.g. "
+                                   "'wsd:peak=3e-4,cooldown=0.2,steps=24000' (names constant, cosine, wsd, step; "
+                                   "keys peak, steps, warmup, cooldown, floor, drop_at, drop_factor), or a CSV "
+                                   "of one run's (run, step, lr) rows. Intervals when the fit was bootstrapped.")
+    q.add_argument("schedule", help="NAME:key=value,... or a CSV file with columns run, step, lr")
+    q.add_argument("--fit", required=True, metavar="PATH", help="a fit saved by fit-curve --save")
+    q.add_argument("--at", metavar="STEPS", help="comma-separated steps to predict (default: 12 spread over the run)")
+    q.add_argument("--json", action="store_true", help="print the prediction's JSON (to_dict)")
+    q.add_argument("--plot", metavar="PATH", help="draw the predicted curve and its interval to PATH")
+    q.set_defaults(func=_predict)
+
+
+def _fit(args) -> int:
+    from scalinglab.curves.report import fit_table
+    from scalinglab.files import check_outputs
+    from scalinglab.serialization import dumps
+
+    check_level(args.level)
+    check_outputs({"--plot": args.plot, "--save": args.save}, [args.csv])
+    if args.csv:
+        df, label = read_frame(args.csv), args.csv
+    else:
+        from scalinglab.curves.data import registered_table
+
+        df, label = registered_table(args.dataset), ", ".join(args.dataset)
+    df, _ = select_rows(df, args.where or [], [], label)
+    report = fit_table(df, args.law, n_boot=args.bootstrap, seed=args.seed, level=args.level, source=label)
+    if args.save:
+        report.save(args.save)
+    if args.plot:
+        report.plot(args.plot)
+    print(dumps(report.to_dict()) if args.json else report.summary())
+    return 0
+
+
+def _predict(args) -> int:
+    from scalinglab.curves.report import predict_schedule
+    from scalinglab.errors import UserError
+    from scalinglab.serialization import dumps
+
+    at = None
+    if args.at:
+        try:
+            at = [int(float(s)) for s in args.at.split(",")]
+        except ValueError:
+            raise UserError(f"--at {args.at!r}: not comma-separated step numbers") from None
+    table = read_frame(args.schedule) if ":" not in args.schedule else None
+    pred = predict_schedule(args.fit, args.schedule, at=at, table=table)
+    if args.plot:
+        pred.plot(args.plot)
+    print(dumps(pred.to_dict()) if args.json else pred.summary())
+    return 0

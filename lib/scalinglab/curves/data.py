@@ -1,0 +1,192 @@
+"""Curves to fit: Luo et al.'s released curves, our own schedule sweep, a table of (run, step, lr, loss) rows, and
+schedules named with parameters (``wsd:peak=3e-4,cooldown=0.2,steps=24000``). Every input check is here, each a
+one-line :class:`UserError`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scalinglab.curves.laws import Curve
+from scalinglab.errors import UserError
+
+# Luo et al. 2025's split (their src/config.py, transcribed in the mirror's PROVENANCE.md)
+LUO_TRAIN = ("cosine_24000", "constant_24000", "wsdcon_9")
+LUO_TEST = ("constant_72000", "cosine_72000", "wsd_20000_24000", "wsdld_20000_24000", "wsdcon_3", "wsdcon_18")
+LUO_SIZES = ("25M", "100M", "400M")
+LUO_WARMUP, LUO_PEAK, LUO_FLOOR = 2160, 3e-4, 3e-5
+
+
+def luo_lrs(name: str) -> np.ndarray:
+    """Every step's rate of one of Luo et al.'s schedules, as the mirror's PROVENANCE.md defines them: a linear
+    warmup ``linspace(0, 3e-4, 2160)``, then the schedule (index = 0-based step)."""
+    kind, *rest = name.split("_")
+    W, hi, lo = LUO_WARMUP, LUO_PEAK, LUO_FLOOR
+    total = 16000 if kind == "wsdcon" else int(rest[-1])
+    s = np.arange(total, dtype=float)
+    if kind == "constant":
+        lr = np.full(total, hi)
+    elif kind == "cosine":
+        lr = lo + 0.5 * (hi - lo) * (1 + np.cos(np.pi * (s - W) / (total - W)))
+    elif kind == "wsdcon":
+        lr = np.where(s < 8000, hi, int(rest[0]) * 1e-5)
+    elif kind in ("wsd", "wsdld"):
+        start = int(rest[0])
+        f = np.clip((s - start) / (total - start), 0, 1)
+        lr = hi ** (1 - f) * lo ** f if kind == "wsd" else hi * (1 - f) + lo * f
+    else:
+        raise UserError(f"unknown Luo et al. schedule {name!r}")
+    lr[:W] = np.linspace(0, hi, W)
+    return lr
+
+
+def luo_curves(size: str) -> dict[str, Curve]:
+    """The nine curves of one model size ('25M', '100M', '400M'), read through the registry. A row at 0-based step
+    s is the loss after s+1 steps' rates (the authors' S1 = cumsum(lrs)[s])."""
+    from scalinglab import data
+
+    if size not in LUO_SIZES:
+        raise UserError(f"size must be one of {', '.join(LUO_SIZES)}, not {size!r}")
+    out = {}
+    for name in LUO_TRAIN + LUO_TEST:
+        df = data.load(f"mpl-{size.lower()}-{name.replace('_', '-')}")
+        lrs = luo_lrs(name)
+        at = df["step"].to_numpy(int) + 1
+        keep = at <= len(lrs)
+        out[name] = Curve(name, lrs, at[keep], df["loss"].to_numpy(float)[keep], {"size": size})
+    return out
+
+
+def own_curves(db_path, schedules=None) -> list[Curve]:
+    """Our schedule sweep (``data/sweeps/schedules/schedules.db``): each run's rates rebuilt from its spec with
+    :mod:`scalinglab.schedules` (the function the training loop applied), its validation losses."""
+    from scalinglab.schedules import Schedule
+    from scalinglab.sweeps import SweepStore
+
+    store = SweepStore(db_path)
+    dense = store.dense_curves()
+    out = []
+    for run in sorted(store.runs(finished_only=True), key=lambda r: r["run_id"]):
+        tr = run["spec"]["train"]
+        if schedules and tr["schedule"] not in schedules:
+            continue
+        tps = tr["batch_size"] * run["spec"]["model"]["seq_len"]
+        sch = Schedule(tr["schedule"], peak=tr["lr"], total=tr["total_tokens"], warmup=tr["warmup_tokens"],
+                       step_size=tps, min_lr_ratio=tr["min_lr_ratio"], cooldown=tr["cooldown"],
+                       drop_at=tr["drop_at"], drop_factor=tr["drop_factor"])
+        rows = dense[dense["run_id"] == run["run_id"]].sort_values("step")
+        lrs = sch.lrs()
+        at = rows["step"].to_numpy(int)
+        if not np.allclose(lrs[at - 1], rows["lr"].to_numpy(float), rtol=1e-9, atol=0):
+            raise UserError(f"{db_path}: run {run['run_id']}: recorded rates differ from its schedule")
+        out.append(Curve(run["run_id"], lrs, at, rows["loss"].to_numpy(float),
+                         {"schedule": tr["schedule"], "width": run["width"], "seed": tr["seed"],
+                          "tokens_per_step": tps, "n": run["spec"]["n_standard"]}))
+    return out
+
+
+def _row(g, j: int) -> str:
+    """Where row j of a run's rows is: its line in the file when the table was read by the CLI."""
+    return f"line {g.index[j]}" if g.index.name == "line" else f"row {g.index[j]}"
+
+
+def curves_from_table(df: pd.DataFrame, source: str = "table", need_loss: bool = True) -> list[Curve]:
+    """Curves from rows (run, step, lr[, loss]): ``step`` counts steps done (1 = after the first), ``lr`` is that
+    step's rate. Rates between rows are interpolated linearly; before the first row they ramp linearly from 0
+    (a linear warmup), unless the first row is step 1."""
+    cols = ["run", "step", "lr"] + (["loss"] if need_loss else [])
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise UserError(f"{source}: lacks column(s) {', '.join(missing)} (needs run, step, lr"
+                        + (", loss)" if need_loss else ")"))
+    out = []
+    for run, g in df.groupby("run", sort=False):
+        for c in cols[1:]:
+            v = pd.to_numeric(g[c], errors="coerce").to_numpy(float)
+            bad = ~np.isfinite(v)
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise UserError(f"{source}: run {run}: {_row(g, j)}: column {c} is not a finite number: "
+                                f"{g[c].iloc[j]!r}")
+        step = g["step"].to_numpy(float)
+        lr = g["lr"].to_numpy(float)
+        if (step < 1).any() or (step != np.round(step)).any():
+            j = int(np.argmax((step < 1) | (step != np.round(step))))
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: step {step[j]:g} is not a whole number of "
+                            "steps >= 1")
+        if (np.diff(step) <= 0).any():
+            j = int(np.argmax(np.diff(step) <= 0)) + 1
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: steps not increasing "
+                            f"({step[j - 1]:g} then {step[j]:g})")
+        if (lr < 0).any():
+            j = int(np.argmax(lr < 0))
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: negative lr {lr[j]:g}")
+        if need_loss and (g["loss"].to_numpy(float) <= 0).any():
+            j = int(np.argmax(g["loss"].to_numpy(float) <= 0))
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: loss must be positive")
+        at = step.astype(int)
+        xs = np.concatenate([[0], at]) if at[0] > 1 else at
+        ys = np.concatenate([[0.0], lr]) if at[0] > 1 else lr
+        lrs = np.interp(np.arange(1, at[-1] + 1), xs, ys)
+        if (lrs <= 0).all():
+            raise UserError(f"{source}: run {run}: every lr is 0")
+        out.append(Curve(str(run), lrs, at, g["loss"].to_numpy(float) if need_loss else None))
+    if not out:
+        raise UserError(f"{source}: no rows")
+    return out
+
+
+SCHEDULE_KEYS = {"peak", "steps", "warmup", "cooldown", "floor", "drop_at", "drop_factor"}
+
+
+def parse_schedule(text: str) -> np.ndarray:
+    """Every step's rate of a named schedule: ``NAME:key=value,...`` with NAME one of constant, cosine, wsd,
+    step (:mod:`scalinglab.schedules`) and keys peak, steps (required), warmup (steps, default 0), cooldown
+    (wsd's last fraction, 0.2), floor (cosine/wsd end as a fraction of peak, 0.1), drop_at, drop_factor (step)."""
+    from scalinglab.schedules import SCHEDULES, Schedule
+
+    name, _, args = text.partition(":")
+    if name not in SCHEDULES:
+        raise UserError(f"schedule {text!r}: name must be one of {', '.join(SCHEDULES)}")
+    kv = {}
+    for part in filter(None, args.split(",")):
+        k, eq, v = part.partition("=")
+        if not eq or k not in SCHEDULE_KEYS:
+            raise UserError(f"schedule {text!r}: {part!r} is not key=value with key one of "
+                            f"{', '.join(sorted(SCHEDULE_KEYS))}")
+        try:
+            kv[k] = float(v)
+        except ValueError:
+            raise UserError(f"schedule {text!r}: {k}={v!r} is not a number") from None
+    for k in ("peak", "steps"):
+        if k not in kv:
+            raise UserError(f"schedule {text!r}: needs {k}=")
+    if kv["peak"] < 0:
+        raise UserError(f"schedule {text!r}: negative lr peak={kv['peak']:g}")
+    steps = kv["steps"]
+    if steps < 2 or steps != round(steps):
+        raise UserError(f"schedule {text!r}: steps={steps:g} is not a whole number >= 2")
+    sch = Schedule(name, peak=kv["peak"], total=steps, warmup=kv.get("warmup", 0.0),
+                   min_lr_ratio=kv.get("floor", 0.1), cooldown=kv.get("cooldown", 0.2),
+                   drop_at=kv.get("drop_at", 0.5), drop_factor=kv.get("drop_factor", 0.1))
+    return sch.lrs()
+
+
+def registered_table(names) -> pd.DataFrame:
+    """Registered curves as one (run, step, lr, loss) table, each dataset one run. Luo et al.'s rows count steps
+    from 0 (their evaluation reads the area through that step's rate), so their step + 1 is the steps done."""
+    from scalinglab import data
+
+    parts = []
+    for name in names:
+        df = data.load(name)
+        missing = [c for c in ("step", "lr", "loss") if c not in df.columns]
+        if missing:
+            raise UserError(f"dataset {name}: not a curve (lacks {', '.join(missing)})")
+        df = df[["step", "lr", "loss"]].copy()
+        if name.startswith("mpl-"):
+            df["step"] = df["step"] + 1
+        df.insert(0, "run", name)
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)

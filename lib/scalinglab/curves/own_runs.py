@@ -1,0 +1,110 @@
+"""Curve laws on our own schedule sweep (``data/sweeps/schedules/schedules.db``): fit on the constant and cosine
+runs of a model, predict its WSD and step runs; and "one run, many points": the final losses a fitted curve law
+reads off WSD schedules of several lengths, as points for an Approach-3 fit.
+
+Points inside the warmup are left out of every fit and metric (Luo et al.'s released curves also start after
+warmup): the laws describe the loss once the rate has peaked. The loss is the validation loss (the same 8,192
+tokens at every evaluation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from scalinglab.curves import evaluate as E
+from scalinglab.curves import fit as F
+from scalinglab.curves.data import own_curves
+from scalinglab.curves.laws import LAWS, Curve, prepare
+from scalinglab.errors import UserError
+from scalinglab.schedules import Schedule
+
+TRAIN_SCHEDULES, TEST_SCHEDULES = ("constant", "cosine"), ("wsd", "step")
+
+
+def after_warmup(c: Curve) -> Curve:
+    keep = c.at > int(np.argmax(c.lrs)) + 1
+    return replace(c, at=c.at[keep], loss=c.loss[keep])
+
+
+def groups(db) -> dict[tuple[int, int], dict[str, Curve]]:
+    """{(width, seed): {schedule: curve}}, warmup points dropped."""
+    out: dict = {}
+    for c in own_curves(db):
+        out.setdefault((c.meta["width"], c.meta["seed"]), {})[c.meta["schedule"]] = after_warmup(c)
+    return out
+
+
+def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, seed: int = 0,
+                store: dict | None = None) -> list[dict]:
+    """One row per (model, law, unseen schedule): metrics, the final loss, its prediction and interval.
+    ``store``, if given, receives each (width, seed, law)'s (fit, bootstrap)."""
+    rows = []
+    for (width, rep), g in sorted(groups(db).items()):
+        train, test = [g[s] for s in TRAIN_SCHEDULES], [g[s] for s in TEST_SCHEDULES]
+        for law in laws:
+            fit = F.fit_curves(train, law)
+            boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
+            if store is not None:
+                store[(width, rep, law)] = (fit, boot)
+            for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot)):
+                rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
+                                 status=fit.status, block=boot.block if boot else None, **p.to_dict()))
+    return rows
+
+
+def wsd_curve(run: Curve, fraction: float) -> Curve:
+    """A WSD schedule (20% cooldown to 0.1·peak) of ``fraction`` of ``run``'s tokens, with the run's warmup and
+    peak: the run a cooldown branch at that point would have been."""
+    m = run.meta
+    peak = float(np.max(run.lrs))
+    steps = len(run.lrs)
+    warm = int(np.argmax(run.lrs)) + 1
+    total = max(int(round(fraction * steps)), warm + 10)
+    lrs = Schedule("wsd", peak=peak, total=total, warmup=warm).lrs()
+    return Curve(f"wsd-{fraction:g}", lrs, np.array([total]), None, dict(m, tokens=total * m["tokens_per_step"]))
+
+
+def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int = 0, seed: int = 0,
+                   store: dict | None = None) -> dict:
+    """Per model (seed 0): the multi-power law fitted to its constant and cosine runs predicts the final loss of a
+    WSD run ending at each fraction of the run's tokens; with ``n_boot``, each block-bootstrap replicate does
+    too (``store``: fits and bootstraps already made by :func:`fit_predict`, reused). Returns the points
+    (N, D, predicted L), the replicates' L and the real WSD runs' final losses."""
+    pts, reps, real = [], [], []
+    for (width, rep), g in sorted(groups(db).items()):
+        if rep != 0:
+            continue
+        train = [g[s] for s in TRAIN_SCHEDULES]
+        if store and (width, rep, "multipower") in store:
+            fit, boot = store[(width, rep, "multipower")]
+        else:
+            fit = F.fit_curves(train, "multipower")
+            boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
+        n = g["wsd"].meta["n"]
+        real.append(dict(width=width, n=n, d=int(g["wsd"].at[-1]) * g["wsd"].meta["tokens_per_step"],
+                         loss=float(g["wsd"].loss[-1])))
+        for f in fractions:
+            c = wsd_curve(g["constant"], f)
+            p = prepare(c)
+            pts.append(dict(width=width, n=n, d=c.meta["tokens"], fraction=f,
+                            loss=float(LAWS["multipower"].predict(fit.theta, p)[-1])))
+            reps.append(boot.predict(p, new_curve=False)[:, -1] if boot else np.zeros(0))
+    return dict(points=pts, replicates=np.array(reps), real=real)
+
+
+def approach3_exponent(points: list[dict], losses=None) -> float | None:
+    """a = β/(α+β) of the Chinchilla law fitted (Approach 3, Huber) to the points; None when they cannot
+    identify it."""
+    from scalinglab.fitting.approach3 import fit_arrays
+
+    N = np.array([p["n"] for p in points], float)
+    D = np.array([p["d"] for p in points], float)
+    L = np.array([p["loss"] for p in points], float) if losses is None else np.asarray(losses, float)
+    try:
+        r = fit_arrays(N, D, L)
+    except UserError:
+        return None
+    a = float(r.a)
+    return a if np.isfinite(a) else None

@@ -1,0 +1,195 @@
+"""What ``scalinglab fit-curve`` and ``predict-curve`` compute and print: a curve law fitted to a table of
+(run, step, lr, loss) rows with block-bootstrap intervals, saved as JSON; a saved fit's prediction of a schedule.
+matplotlib is imported inside the plotting functions only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalinglab.curves import evaluate as E
+from scalinglab.curves.data import curves_from_table, parse_schedule
+from scalinglab.curves.fit import CurveFit, fit_curves
+from scalinglab.curves.laws import LAWS, Curve, prepare
+from scalinglab.errors import UserError
+from scalinglab.serialization import dumps, to_jsonable
+
+SAVED_FORMAT = "scalinglab-curve-fit/1"
+
+
+@dataclass(frozen=True)
+class CurveFitReport:
+    """A fit, its in-sample metrics per run and, with a bootstrap, its replicates."""
+
+    source: str
+    fit: CurveFit
+    runs: tuple               # per run: name, points, r2, prede, final loss and fitted
+    curves: tuple             # the curves fitted (for the plot)
+    boot: E.CurveBootstrap | None = None
+
+    def summary(self) -> str:
+        lines = [f"{self.source}:", self.fit.summary()]
+        if self.boot is not None:
+            lines.append(f"bootstrap: {len(self.boot.thetas)} resamples of blocks of {self.boot.block} consecutive "
+                         f"logged points within each run (residuals, moving blocks); {self.boot.level:.0%} "
+                         "intervals")
+            for name, (lo, hi) in self._param_intervals().items():
+                lines.append(f"  {name:>6} {self.fit.params[name]:.4g}  [{lo:.4g}, {hi:.4g}]")
+        lines.append(f"{'run':>24} {'points':>7} {'R2':>8} {'PredE':>8} {'final':>8} {'fitted':>8}")
+        for r in self.runs:
+            lines.append(f"{r['run']:>24} {r['points']:7d} {r['r2']:8.4f} {r['prede']:8.5f} {r['final']:8.4f} "
+                         f"{r['fitted']:8.4f}")
+        return "\n".join(lines)
+
+    def _param_intervals(self) -> dict:
+        a = (1 - self.boot.level) / 2
+        return {n: (float(np.quantile(self.boot.thetas[:, i], a)), float(np.quantile(self.boot.thetas[:, i], 1 - a)))
+                for i, n in enumerate(LAWS[self.fit.law].params)}
+
+    def to_dict(self) -> dict:
+        d = dict(source=self.source, fit=self.fit.to_dict(), runs=list(self.runs))
+        if self.boot is not None:
+            d["bootstrap"] = dict(self.boot.to_dict(), intervals=self._param_intervals())
+        return to_jsonable(d)
+
+    def save(self, path) -> None:
+        from scalinglab.files import atomic_write
+
+        d = dict(format=SAVED_FORMAT, fit=self.fit.to_dict(),
+                 bootstrap=None if self.boot is None else dict(
+                     thetas=self.boot.thetas.tolist(), block=self.boot.block, level=self.boot.level,
+                     residuals=np.concatenate(self.boot.residuals).tolist()))
+        with atomic_write(path, f"--save {path}") as tmp:
+            tmp.write_text(dumps(d))
+
+    def plot(self, path) -> None:
+        import matplotlib.pyplot as plt
+
+        from scalinglab.fitting.plot import save_figure
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, c in enumerate(self.curves):
+            p = prepare(c, warmup_in_sum=self.fit.warmup_in_sum)
+            col = f"C{i % 10}"
+            ax.plot(c.at, c.loss, ".", ms=2, color=col, label=f"{c.name} (observed)")
+            ax.plot(c.at, self.fit.predict(p), "-", color=col, lw=1)
+            if self.boot is not None:
+                lo, hi = self.boot.interval(p, new_curve=False)
+                ax.fill_between(c.at, lo, hi, color=col, alpha=0.25, lw=0)
+        ax.set(xscale="log", xlabel="step", ylabel="loss (nats per token)",
+               title=f"{self.fit.law} law fitted" + (" (bands: bootstrap intervals)" if self.boot else ""))
+        ax.legend(fontsize=7)
+        save_figure(path, fig)
+        plt.close(fig)
+
+
+def fit_table(df, law: str = "multipower", *, n_boot: int = 0, seed: int = 0, level: float = 0.95,
+              source: str = "table") -> CurveFitReport:
+    """Fit ``law`` to every run of a (run, step, lr, loss) table jointly; with ``n_boot``, the block bootstrap."""
+    curves = curves_from_table(df, source)
+    fit = fit_curves(curves, law)
+    boot = E.bootstrap(fit, curves, n_boot, level=level, seed=seed) if n_boot else None
+    runs = []
+    for c in curves:
+        pred = fit.predict(c)
+        m = E.metrics(c.loss, pred)
+        runs.append(dict(run=c.name, points=len(c.at), r2=m["r2"], prede=m["prede"], final=float(c.loss[-1]),
+                         fitted=float(pred[-1])))
+    return CurveFitReport(source, fit, tuple(runs), tuple(curves), boot)
+
+
+@dataclass(frozen=True)
+class CurvePrediction:
+    """A saved fit's loss curve for one schedule, with intervals when the fit was bootstrapped."""
+
+    schedule: str
+    law: str
+    steps: np.ndarray
+    loss: np.ndarray
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    level: float | None = None
+
+    def summary(self) -> str:
+        head = f"{self.law} law, schedule {self.schedule}: predicted loss"
+        if self.lo is not None:
+            head += f" with {self.level:.0%} intervals (bootstrap, new-run: one training residual added)"
+        lines = [head, f"{'step':>8} {'loss':>8}" + (f" {'low':>8} {'high':>8}" if self.lo is not None else "")]
+        for i, s in enumerate(self.steps):
+            row = f"{int(s):8d} {self.loss[i]:8.4f}"
+            if self.lo is not None:
+                row += f" {self.lo[i]:8.4f} {self.hi[i]:8.4f}"
+            lines.append(row)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return to_jsonable(dict(schedule=self.schedule, law=self.law, steps=self.steps, loss=self.loss,
+                                low=self.lo, high=self.hi, level=self.level))
+
+    def plot(self, path) -> None:
+        import matplotlib.pyplot as plt
+
+        from scalinglab.fitting.plot import save_figure
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        ax.plot(self.steps, self.loss, "-", label="predicted")
+        if self.lo is not None:
+            ax.fill_between(self.steps, self.lo, self.hi, alpha=0.3, lw=0, label=f"{self.level:.0%} interval")
+        ax.set(xscale="log", xlabel="step", ylabel="loss (nats per token)", title=f"{self.law} law: {self.schedule}")
+        ax.legend(fontsize=8)
+        save_figure(path, fig)
+        plt.close(fig)
+
+
+def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None]:
+    from scalinglab.files import regular_file
+
+    regular_file(path)
+    try:
+        d = json.loads(open(path, encoding="utf-8").read())
+        assert d.get("format") == SAVED_FORMAT
+        f = d["fit"]
+        fit = CurveFit(f["law"], {k: float(v) for k, v in f["params"].items()}, float(f["objective"]),
+                       int(f["n_points"]), tuple(f["curves"]), tuple(f["at_bound"]), float(f["delta"]))
+        fit.theta  # noqa: B018 -- every parameter of the law is there
+        b = d.get("bootstrap")
+        boot = None if b is None else E.CurveBootstrap(
+            fit.law, np.array(b["thetas"], float), int(b["block"]), float(b["level"]), (np.array(b["residuals"]),))
+    except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError):
+        raise UserError(f"{path}: not a curve fit saved by `scalinglab fit-curve --save`") from None
+    return fit, boot
+
+
+def predict_schedule(fit_path, schedule: str, *, at=None, points: int = 12, source: str | None = None,
+                     table=None) -> CurvePrediction:
+    """A saved fit's prediction of ``schedule``: a name with parameters (``wsd:peak=3e-4,steps=24000``) or, with
+    ``table``, a (run, step, lr) table of one run. ``at``: the steps to predict (default ``points`` spread
+    geometrically over the schedule)."""
+    if table is not None:
+        curves = curves_from_table(table, source or schedule, need_loss=False)
+        if len(curves) != 1:
+            raise UserError(f"{source or schedule}: {len(curves)} runs; a schedule table holds one run")
+        lrs = curves[0].lrs
+    else:
+        lrs = parse_schedule(schedule)
+    fit, boot = load_fit(fit_path)
+    T = len(lrs)
+    if at is None:
+        start = max(int(np.argmax(lrs)) + 2, 1)
+        at = np.unique(np.geomspace(min(start, T), T, points).round().astype(int))
+    at = np.asarray(at, int)
+    if (at < 1).any():
+        raise UserError(f"--at: steps must be >= 1, not {int(at.min())}")
+    if (np.diff(at) <= 0).any():
+        raise UserError("--at: steps not increasing")
+    if at[-1] > T:
+        raise UserError(f"schedule {schedule}: shorter ({T} steps) than the curve asked for (step {int(at[-1])})")
+    p = prepare(Curve(schedule, lrs, at))
+    pred = LAWS[fit.law].predict(fit.theta, p)
+    if boot is None:
+        return CurvePrediction(schedule, fit.law, at, pred)
+    lo, hi = boot.interval(p)
+    return CurvePrediction(schedule, fit.law, at, pred, lo, hi, boot.level)
