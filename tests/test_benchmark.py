@@ -126,3 +126,14 @@ def test_the_column_swap_costs_the_data_constrained_law_its_fit(mirror):
     fixed = B.score_task(by["corrected"], "data_constrained")["r2"]
     published = B.score_task(by["as published"], "data_constrained")["r2"]
     assert fixed > 0.9 and fixed > published + 0.1
+
+
+def test_the_olmo_ladder_holds_out_its_largest_size_as_one_unit(mirror):
+    # Bhagia et al.'s 16 runs: the 1.3B size's 4 runs held out, resampled as one model size, the task loss in
+    # bits per byte and C their FLOPs (not 6ND: the ladder's FLOPs per token count attention).
+    split = P.olmo_ladder("hellaswag")
+    held = split.table[split.table["held"]]
+    assert len(split.table) == 16 and len(held) == 4 and held["n"].nunique() == 1
+    assert held["n"].iloc[0] == split.table["n"].max() and held["unit"].nunique() == 1
+    assert (split.table["c"] != 6 * split.table["n"] * split.table["d"]).all()
+    assert 0.5 < split.table["loss"].min() < split.table["loss"].max() < 1.5

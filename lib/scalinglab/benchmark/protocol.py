@@ -161,6 +161,20 @@ def porian(step: str, points: pd.DataFrame | None = None) -> Split:
     return make_split(f"porian-rw-{step}", t, "largest-budget", kind="isoflop", source="porian-summary-rw")
 
 
+def olmo_ladder(task: str = "hellaswag") -> Split:
+    """Bhagia et al. 2024's OLMo ladder (4 sizes × 4 token multiples) on one task's loss, bits per byte of the
+    correct answer at each run's end (their step 1's target, averaged over the last 5 evaluations), D the tokens
+    seen and C their FLOPs (not 6ND); the largest size held out. Its runs share the size's misfit, so the unit
+    is the model size: one held out, so its paired verdicts are ties by construction."""
+    from scalinglab.downstream.ladder import evaluations, step1_points
+
+    pts = step1_points(evaluations(), [task])
+    t = _standard(pts, "n", "d", f"{task}_loss", c="c")
+    t["size"] = t["n"]
+    return make_split(f"olmo-ladder-{task}", t, "largest-n", unit_col="size", unit="model size",
+                      source="olmo-ladder")
+
+
 def sldbench_data_constrained() -> Split:
     """SLDBench's data-constrained task with its columns put right, on its published split (test: the runs at
     the two largest token counts or the two largest sizes, by the published columns); unit: run."""
@@ -218,8 +232,9 @@ def is_isoflop(c) -> bool:
 
 def benchmark_splits(profile: str = "full") -> list[Split]:
     """Every dataset the benchmark scores: the 8 Open-Athena experiments, Porian et al.'s five RefinedWeb steps,
-    Gadre et al.'s three training sets, Gemstones and SLDBench's data-constrained task; ``smoke``: three of them
-    (one of each kind)."""
+    Gadre et al.'s three training sets, Gemstones, the OLMo ladder's HellaSwag loss and SLDBench's data-constrained
+    task; ``smoke``: three of them (one of each kind). Luo et al.'s loss curves are not here: they are three
+    sizes under nine schedules, a law of the curve (notebook 06), not of (N, D)."""
     from scalinglab import data
     from scalinglab.papers import porian as PO
 
@@ -231,4 +246,4 @@ def benchmark_splits(profile: str = "full") -> list[Split]:
     return ([open_athena(e, oa) for e in sorted(oa["experiment"].unique())]
             + [porian(step, pts) for step in PO.STEPS]
             + [gadre(k, gd) for k in ("c4_original", "rpj", "rw_original")]
-            + [gemstones(), sldbench_data_constrained()])
+            + [gemstones(), olmo_ladder(), sldbench_data_constrained()])
