@@ -245,7 +245,9 @@ class Scoreboard:
         stats: dict[str, dict[str, Any]] = {}
         for b in self.boards:
             tied = b.tied_with_best()
-            best = {entry_key(r): r["rmsle"] for r in b.rows}.get(b.best, np.nan)
+            # The ratio's reference: the best entry, or with no verdict (one held-out unit) the lowest RMSLE.
+            finite = [r["rmsle"] for r in b.rows if np.isfinite(r["rmsle"])]
+            best = {entry_key(r): r["rmsle"] for r in b.rows}.get(b.best, min(finite, default=np.nan))
             for r in b.rows:
                 k = entry_key(r)
                 s = stats.setdefault(k, {"entry": k, "datasets": 0, "alone_best": 0, "tied_best": 0, "ratios": []})
