@@ -8,9 +8,10 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
     errors naming the file and line. Columns: the flags, else the dataset's roles, else N, D (or C), loss."""
     import numpy as np
 
-    from scalinglab.cli.tables import named_row, no_rows
+    from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
+    from scalinglab.fitting.conditions import selected
     from scalinglab.runs import load_runs
 
     runs = load_runs(None, dataset=source) if dataset else load_runs(source)
@@ -19,9 +20,7 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
     cols = dict(n_col=runs.column("n", args.n_col), d_col=None if c_col else runs.column("d", args.d_col),
                 loss_col=runs.column("loss", args.loss_col), c_col=c_col)
     try:
-        rows = np.flatnonzero(H.where(table, args.where))
-        if not rows.size:
-            raise UserError(no_rows(args.where))
+        rows = selected(table, args.where)
         N, D, L, _ = H.runs_at(table, rows, **cols)
         labels = None
         if groups:

@@ -47,12 +47,6 @@ def check_level_supported(n_boot: int, level: float) -> None:
                         f"least {need:,} resamples")
 
 
-def no_rows(where) -> str:
-    """What to say when a table has no rows to use: the --where conditions match none, or it has none."""
-    return (f"{' and '.join(map(repr, where))} matches none of the rows" if where
-            else "the table has no rows (a header only)")
-
-
 def named_row(exc, table) -> str:
     """A RowError's message with its row named by the file's line when ``table`` came from a CSV, else by its
     place in the dataset (first row = 1); any other UserError's message as it is."""
@@ -67,18 +61,14 @@ def named_row(exc, table) -> str:
 def predict_from(path: str, where, read, predict):
     """``predict(table, rows)`` for the --predict table at ``path`` (read with ``read``) and its ``where`` rows;
     a bad file, selection or cell is one UserError naming the file, and the cell by its line."""
-    import numpy as np
 
     from scalinglab.errors import UserError
-    from scalinglab.fitting.conditions import where as rows_where
+    from scalinglab.fitting.conditions import selected
 
     table = None
     try:
         table = read(path)
-        rows = np.flatnonzero(rows_where(table, where))
-        if not rows.size:
-            raise UserError(no_rows(where))
-        return predict(table, rows)
+        return predict(table, selected(table, where))
     except UserError as exc:
         raise UserError(named_row(exc, table) if table is None  # the reader names the file itself
                         else f"{path}: {named_row(exc, table)}") from None

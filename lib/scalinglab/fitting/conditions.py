@@ -101,6 +101,20 @@ def where(table, conditions) -> np.ndarray:
     return mask
 
 
+def no_rows(conditions) -> str:
+    """What to say when a table has no rows to use: the conditions match none, or it has none."""
+    return (f"{' and '.join(map(repr, conditions))} matches none of the rows" if conditions
+            else "the table has no rows (a header only)")
+
+
+def selected(table, conditions) -> np.ndarray:
+    """The indices of the rows matching every condition, or a UserError (``no_rows``) when there are none."""
+    rows = np.flatnonzero(where(table, conditions))
+    if not rows.size:
+        raise UserError(no_rows(conditions))
+    return rows
+
+
 def any_of(table, conditions) -> np.ndarray:
     """Rows matching at least one condition (OR): several --holdout flags hold out their union."""
     mask = np.zeros(_n_rows(table), bool)

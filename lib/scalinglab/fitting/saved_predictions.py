@@ -63,12 +63,12 @@ class Forecast:
 
 def predict_table(saved, table, rows, cols: dict[str, str], level: float | None = None,
                   loss_given: bool = False) -> Forecast:
-    """``saved`` (a ``fitting.saved.SavedFit``)'s predictions for the table's ``rows`` (a mask). ``cols``: n_col,
+    """``saved`` (a ``fitting.saved.SavedFit``)'s predictions for the table's ``rows`` (indices). ``cols``: n_col,
     d_col or c_col (D = C/(6N)), loss_col; a loss column the table lacks is left out unless ``loss_given``."""
     from scalinglab.errors import UserError
     from scalinglab.fitting.holdout import runs_at
 
-    rows = np.flatnonzero(rows)
+    rows = np.asarray(rows, int)
     c_col = cols.get("c_col")
     d_col = None if c_col else (cols.get("d_col") or "D")
     n_col, loss_col = cols.get("n_col") or "N", cols.get("loss_col") or "loss"

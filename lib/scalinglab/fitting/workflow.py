@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.conditions import no_rows, selected
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
@@ -144,9 +145,7 @@ def _fit_chinchilla(table, label: str, req: FitRequest) -> FitReport:
         res = check.fit
         N, D, L = H.runs_at(table, check.train_rows, **cols)[:3]
     else:
-        rows = np.flatnonzero(H.where(table, list(req.where) or None))
-        if not rows.size:
-            raise UserError(_no_rows(req.where))
+        rows = selected(table, list(req.where) or None)
         N, D, L, names = H.runs_at(table, rows, **cols)
         keep = F.keep_below_highest(L, req.drop_highest)
         N, D, L = N[keep], D[keep], L[keep]
@@ -169,7 +168,7 @@ def _fit_law(table, label: str, req: FitRequest) -> FitReport:
 
     keep = H.where(table, list(req.where) or None)
     if not keep.any():
-        raise UserError(_no_rows(req.where))
+        raise UserError(no_rows(req.where))
     held = H.any_of(table, list(req.holdout)) & keep if req.holdout else np.zeros_like(keep)
     if req.holdout and not held.any():
         raise UserError(f"{' or '.join(map(repr, req.holdout))} holds out none of the selected rows")
@@ -295,7 +294,3 @@ def _with_domain(report: FitReport) -> FitReport:
 def _chinchilla_columns(cols) -> dict[str, str | None]:
     return dict(n_col=cols.n, d_col=None if cols.c else cols.d, loss_col=cols.loss, c_col=cols.c)
 
-
-def _no_rows(where) -> str:
-    return (f"{' and '.join(map(repr, where))} matches none of the rows" if where
-            else "the table has no rows (a header only)")
