@@ -38,10 +38,7 @@ def loss_vs_compute(fits, step1: pd.DataFrame, targets: pd.DataFrame, names: dic
             ax.scatter([t["c"]], fit.predict_loss(t["n"], t["d"]), marker="x", color="k", s=30,
                        label="target, predicted" if _ == 0 else None)
         ax.set_xscale("log")
-        ax.set_title(names.get(task, task), fontsize=9)
-        ax.set_xlabel("training compute C (FLOP)", fontsize=8)
-        ax.set_ylabel("task loss (bits per byte)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        _label(ax, names.get(task, task), "training compute C (FLOP)", "task loss (bits per byte)")
     axes[0].legend(fontsize=6, loc="upper right")
     fig.tight_layout()
     return fig
@@ -61,10 +58,7 @@ def accuracy_vs_loss(fits, step2: pd.DataFrame, targets: pd.DataFrame, names: di
                    edgecolor="k", s=30, label="targets, actual")
         pl = fit.predict_loss(targets["n"], targets["d"])
         ax.scatter(pl, 100 * fit.accuracy_at(pl), marker="x", color="C3", s=30, label="targets, chained")
-        ax.set_title(names.get(task, task), fontsize=9)
-        ax.set_xlabel("task loss (bits per byte)", fontsize=8)
-        ax.set_ylabel("accuracy (%)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        _label(ax, names.get(task, task), "task loss (bits per byte)", "accuracy (%)")
     axes[0].legend(fontsize=6, loc="upper right")
     fig.tight_layout()
     return fig
@@ -120,3 +114,11 @@ def plot_report(report, path) -> None:
 
     with atomic_write(path, "--plot") as tmp:
         fig.savefig(tmp, format="png", dpi=120)
+
+
+def _label(ax, title: str, xlabel: str, ylabel: str) -> None:
+    """One task's panel: its title and axis labels, in the small type a grid of eight panels needs."""
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
