@@ -46,13 +46,7 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, bootstrap: int
     elif not isinstance(runs, Runs):
         runs = Runs(runs, "table")
     form = registry.get(law)
-    given = {k: v for k, v in columns.items() if v is not None}
-    roles = {**runs.roles, **given}
-    # D per run, or training compute C (D = C/(6N)): what was asked for, else the dataset's D, else its C.
-    use_c = "c" in given or ("d" not in roles and "c" in roles)
-    cols = registry.Columns(n=roles.get("n", "N"), d=None if use_c else roles.get("d", "D"),
-                            loss=roles.get("loss", "loss"), c=roles["c"] if use_c else None,
-                            u=roles.get("u"), x=roles.get("x"), y=roles.get("y"))
+    cols = registry.Columns.from_roles(runs.roles, columns)
     return registry.fit_table(form, runs.table, cols, where, fixed=fixed, n_boot=bootstrap, seed=seed, level=level,
                               groups=bootstrap_by, delta=HUBER_DELTA if delta is None else delta)
 

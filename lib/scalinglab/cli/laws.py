@@ -28,15 +28,8 @@ def law_columns(args, law, roles):
     for flag, value in given.items():
         if value and flag not in uses:
             raise UserError(f"{flag} {value}: law {law.name} does not use it ({_needs(law)})")
-    d_col, c_col = args.d_col, args.c_col
-    if "d" in law.inputs and not (c_col or d_col):
-        if "d" in roles or "c" not in roles:
-            d_col = roles.get("d", "D")
-        else:
-            c_col = roles["c"]
-    cols = Columns(n=args.n_col or roles.get("n", "N"), d=d_col, loss=args.loss_col or roles.get("loss", "loss"),
-                   c=c_col, u=args.u_col or roles.get("u"), x=args.x_col or roles.get("x"),
-                   y=args.y_col or roles.get("y"))
+    cols = Columns.from_roles(roles, {"n": args.n_col, "d": args.d_col, "c": args.c_col, "loss": args.loss_col,
+                                      "u": args.u_col, "x": args.x_col, "y": args.y_col}, tokens="d" in law.inputs)
     if "u" in law.inputs and not cols.u:
         raise UserError(f"law {law.name} needs each run's unique tokens: give --u-col COL")
     if "x" in law.inputs and not cols.x:

@@ -35,6 +35,22 @@ class Columns:
     x: str | None = None
     y: str | None = None
 
+    @classmethod
+    def from_roles(cls, roles, given=None, *, tokens: bool = True) -> Columns:
+        """Columns from what was asked for (``given``: role -> column, None for not asked), else a dataset's
+        ``roles``, else the usual names. D per run, or training compute C (D = C/(6N)): the one asked for, else
+        the dataset's D, else its C, else a column D; ``tokens=False`` (a law without D) leaves both unset
+        unless asked for."""
+        given = {k: v for k, v in (given or {}).items() if v}
+        d, c = given.get("d"), given.get("c")
+        if tokens and not (c or d):
+            if "d" in roles or "c" not in roles:
+                d = roles.get("d", "D")
+            else:
+                c = roles["c"]
+        pick = lambda role, default=None: given.get(role) or roles.get(role, default)  # noqa: E731
+        return cls(n=pick("n", "N"), d=d, loss=pick("loss", "loss"), c=c, u=pick("u"), x=pick("x"), y=pick("y"))
+
     def for_role(self, role: str) -> str | None:
         return {"n": self.n, "d": self.d, "u": self.u, "x": self.x, "loss": self.loss}[role]
 
