@@ -27,10 +27,6 @@ class Runs:
     label: str
     roles: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROLES))
 
-    def column(self, role: str, override: str | None = None) -> str:
-        """The column that holds ``role``: the flag's choice, else the dataset's, else the default name."""
-        return override or self.roles.get(role) or DEFAULT_ROLES.get(role, role)
-
 
 def load_runs(path: str | None = None, *, dataset: str | None = None) -> Runs:
     """Runs from a CSV file or a registered dataset (exactly one of them)."""

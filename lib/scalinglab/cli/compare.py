@@ -12,13 +12,13 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
     from scalinglab.fitting.conditions import selected
+    from scalinglab.fitting.laws.table import Columns
     from scalinglab.runs import load_runs
 
     runs = load_runs(None, dataset=source) if dataset else load_runs(source)
     table, roles = runs.table, runs.roles
-    c_col = args.c_col or (None if args.d_col or "d" in roles else roles.get("c"))
-    cols = dict(n_col=runs.column("n", args.n_col), d_col=None if c_col else runs.column("d", args.d_col),
-                loss_col=runs.column("loss", args.loss_col), c_col=c_col)
+    c = Columns.from_roles(roles, {"n": args.n_col, "d": args.d_col, "c": args.c_col, "loss": args.loss_col})
+    cols = dict(n_col=c.n, d_col=None if c.c else c.d, loss_col=c.loss, c_col=c.c)
     try:
         rows = selected(table, args.where)
         N, D, L, _ = H.runs_at(table, rows, **cols)
