@@ -226,7 +226,7 @@ def test_holdout_human_output_is_a_table(runs_csv, capsys):
     (["--holdout", "tokens>1e20"], "holds out none of the 40 selected rows"),
     (["--holdout", "tokens>0"], "leaving none to fit"),
     (["--where", "params<0", "--holdout", "tokens>1e11"], "matches none of the 40 rows"),
-    (["--where", "params<0"], "matches none of the rows"),
+    (["--where", "params<0"], "matches none of the 40 rows"),
     (["--where", "params=>1"], "no column 'params='"),  # '=>' is not an operator
 ])
 def test_bad_conditions_exit_2_with_one_line(runs_csv, capsys, argv, message):

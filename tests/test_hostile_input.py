@@ -156,7 +156,7 @@ def test_fit_refuses_a_c_col_that_is_not_compute(tmp_path, capsys):
 def test_a_header_only_file_says_it_has_no_rows(tmp_path, capsys):
     path = tmp_path / "empty.csv"
     path.write_text("N,D,loss\n")
-    err = refused(capsys, ["fit", path], str(path), "no runs to fit")
+    err = refused(capsys, ["fit", path], str(path), "no rows (a header only)")
     assert "drop the 0" not in err
 
 

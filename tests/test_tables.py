@@ -7,6 +7,7 @@ import pytest
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
 from scalinglab.fitting import tables as T
+from scalinglab.fitting.predictions import Predictions
 
 NAN = float("nan")
 
@@ -16,8 +17,8 @@ def preds(lower=None, upper=None):
     actual, predicted = np.array([3.0, 2.0]), np.array([2.7, 2.1])
     lower = np.full(2, NAN) if lower is None else np.asarray(lower, float)
     upper = np.full(2, NAN) if upper is None else np.asarray(upper, float)
-    return H.Predictions(rows=np.array([5, 9]), N=N, D=D, actual=actual, predicted=predicted, lower=lower,
-                         upper=upper, level=0.95)
+    return Predictions(rows=np.array([5, 9]), actual=actual, predicted=predicted, lower=lower, upper=upper,
+                       level=0.95, inputs={"n": N, "d": D})
 
 
 def test_interval_text_and_blanks():

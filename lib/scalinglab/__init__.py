@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
-__all__ = ["Runs", "LawFit", "__version__", "data", "fit", "laws", "load_runs"]
+from scalinglab.version import __version__
+
+__all__ = ["FitOptions", "LawFit", "Resampling", "Runs", "__version__", "data", "fit", "laws", "load_runs"]
 
 _LAZY = {"laws": "scalinglab.fitting.laws", "data": "scalinglab.data"}
 
@@ -30,15 +31,21 @@ def load_runs(path: str | None = None, *, dataset: str | None = None):
     return _load(path, dataset=dataset)
 
 
-def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, bootstrap: int = 0, seed: int = 0,
-        level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, **columns):
+def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: int = 0, bootstrap: int = 0,
+        seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, options=None,
+        **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
-    return its ``LawFit``. ``where``: row conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g.
-    ``{"E": 1.69}``; ``bootstrap``: resamples (of rows, or of whole groups named by the column
-    ``bootstrap_by``); column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``,
-    ``u=...``, ``x=...``, ``y=...``) override the dataset's roles and the defaults N, D, loss."""
+    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``). ``where``: row
+    conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``drop_highest``: leave
+    out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``:
+    resamples (of rows, or of whole groups named by the column ``bootstrap_by``), or give ``options``
+    (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by`` and
+    ``delta``; column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``,
+    ``x=...``, ``y=...``) override the dataset's roles and the defaults N, D, loss."""
     from scalinglab.fitting import laws as registry
     from scalinglab.fitting.huber import HUBER_DELTA
+    from scalinglab.fitting.options import FitOptions, Resampling
+    from scalinglab.fitting.workflow import FitRequest, fit_runs
     from scalinglab.runs import Runs
 
     if isinstance(runs, str):
@@ -46,9 +53,12 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, bootstrap: int
     elif not isinstance(runs, Runs):
         runs = Runs(runs, "table")
     form = registry.get(law)
-    cols = registry.Columns.from_roles(runs.roles, columns)
-    return registry.fit_table(form, runs.table, cols, where, fixed=fixed, n_boot=bootstrap, seed=seed, level=level,
-                              groups=bootstrap_by, delta=HUBER_DELTA if delta is None else delta)
+    if options is None:
+        options = FitOptions(delta=HUBER_DELTA if delta is None else delta,
+                             resampling=Resampling(bootstrap, bootstrap_by, seed, level))
+    cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
+    request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)
+    return fit_runs(runs.select(where), request).fit
 
 
 def __getattr__(name: str):
@@ -62,4 +72,8 @@ def __getattr__(name: str):
         from scalinglab.fitting.results import LawFit
 
         return LawFit
+    if name in ("FitOptions", "Resampling"):
+        from scalinglab.fitting import options
+
+        return getattr(options, name)
     raise AttributeError(f"module 'scalinglab' has no attribute {name!r}")

@@ -1,7 +1,9 @@
 """The one reader of runs: a CSV or a registered dataset, with each row's line in the file kept for messages.
 
 ``load_runs(path)`` or ``load_runs(dataset="epoch-chinchilla")`` gives ``Runs``: the table, the dataset's roles
-(which column holds N, D, the loss ...) and a label that errors and summaries name. ``read_table`` reads with
+(which column holds N, D, the loss ...) and a label that errors and summaries name. ``Runs.select(where,
+holdout)`` chooses the rows a fit sees (``rows``) and those it predicts instead (``held``), with conditions such
+as ``"N>1e8"`` (``fitting.conditions``). ``read_table`` reads with
 the csv module (fast, no pandas: `scalinglab fit` starts in well under a second); ``read_frame`` gives a pandas
 DataFrame for the table commands. Both refuse what would otherwise be read silently wrong: a column named
 twice, a row with a different number of fields, a file that is not a regular file (``files.regular_file``).
@@ -9,7 +11,10 @@ twice, a row with a different number of fields, a file that is not a regular fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.files import regular_file
@@ -21,11 +26,50 @@ DEFAULT_ROLES = {"n": "N", "d": "D", "loss": "loss"}
 @dataclass(frozen=True)
 class Runs:
     """Runs as read: ``table`` (columns by name, ``lines``: each row's file line), ``roles`` (role -> column),
-    ``label`` (the file or dataset named in messages)."""
+    ``label`` (the file or dataset named in messages), and the selection: ``where`` (conditions every used row
+    matches) and ``holdout`` (conditions, any of which holds a used row out of the fit to be predicted)."""
 
     table: object
     label: str
     roles: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROLES))
+    where: tuple[str, ...] = ()
+    holdout: tuple[str, ...] = ()
+
+    def select(self, where=(), holdout=()) -> Runs:
+        """These runs with rows chosen by ``where`` and ``holdout`` (each a condition or a sequence of them),
+        checked now: a condition that matches no row, holds out none of the chosen rows or all of them is a
+        one-line UserError."""
+        pick = lambda c: (c,) if isinstance(c, str) else tuple(c or ())  # noqa: E731
+        chosen = replace(self, where=pick(where), holdout=pick(holdout))
+        chosen.rows  # noqa: B018  (the checks)
+        return chosen
+
+    @cached_property
+    def _split(self) -> tuple[np.ndarray, np.ndarray]:
+        from scalinglab.fitting.conditions import any_of, no_rows, where
+
+        keep = where(self.table, list(self.where))
+        if not keep.any():
+            raise UserError(no_rows(self.where, len(keep)))
+        if not self.holdout:
+            return np.flatnonzero(keep), np.array([], int)
+        out = any_of(self.table, list(self.holdout)) & keep
+        what = " or ".join(map(repr, self.holdout))
+        if not out.any():
+            raise UserError(f"{what} holds out none of the {int(keep.sum())} selected rows")
+        if out.sum() == keep.sum():
+            raise UserError(f"{what} holds out all {int(keep.sum())} selected rows, leaving none to fit")
+        return np.flatnonzero(keep & ~out), np.flatnonzero(out)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The indices of the rows a fit uses: every ``where`` condition met, no ``holdout`` condition."""
+        return self._split[0]
+
+    @property
+    def held(self) -> np.ndarray:
+        """The indices of the rows held out (chosen by ``where``, matching a ``holdout`` condition)."""
+        return self._split[1]
 
 
 def load_runs(path: str | None = None, *, dataset: str | None = None) -> Runs:

@@ -14,9 +14,9 @@ import importlib
 import sqlite3  # 2 ms: the one-line error for a damaged database needs its exception class
 import sys
 
-from scalinglab import __version__
 from scalinglab.errors import UserError
 from scalinglab.files import MAX_COUNT
+from scalinglab.version import __version__
 
 # One module per subcommand, in the order `--help` lists them.
 COMMAND_MODULES = (

@@ -34,6 +34,11 @@ def register(sub) -> None:
     flags.add_json(p)
     p.add_argument("--plot", metavar="PNG", help="write accuracy against task loss, the sigmoid and the targets")
     p.set_defaults(func=_chain)
+    _register_translate(sub)
+
+
+def _register_translate(sub) -> None:
+    from scalinglab.cli import flags
 
     t = sub.add_parser(
         "translate", help="carry a saved loss law to another dataset through a loss-to-loss fit",

@@ -11,7 +11,6 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
     from scalinglab.fitting import holdout as H
-    from scalinglab.fitting.conditions import selected
     from scalinglab.fitting.laws.table import Columns
     from scalinglab.runs import load_runs
 
@@ -20,7 +19,7 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
     c = Columns.from_roles(roles, {"n": args.n_col, "d": args.d_col, "c": args.c_col, "loss": args.loss_col})
     cols = dict(n_col=c.n, d_col=None if c.c else c.d, loss_col=c.loss, c_col=c.c)
     try:
-        rows = selected(table, args.where)
+        rows = runs.select(args.where).rows
         N, D, L, _ = H.runs_at(table, rows, **cols)
         labels = None
         if groups:

@@ -38,22 +38,25 @@ DEST = {role: flag[2:].replace("-", "_") for role, flag in FLAG.items()}  # role
 METHODS = ("grid", "hull")
 
 
+DESCRIPTION = (
+    "Hoffmann et al.'s Approach 1 on a long table with one row per (run, checkpoint): at each "
+    "compute C the run with the lowest loss is that C's optimal size N_opt (and its tokens "
+    "D_opt); least-squares lines in log space give a of N_opt ∝ C^a and b of D_opt ∝ C^b. "
+    "--method grid (default, Hoffmann's) interpolates each curve in log C on 1,500 log-spaced "
+    "values; --method hull (McLeish et al.'s Gemstones) takes the lower convex hull of the "
+    "checkpoints. An optimum whose run is the smallest or largest model covering that C is an "
+    "edge and is left out unless --keep-edges (the Gemstones authors keep them: --method hull "
+    "--keep-edges is their procedure). Intervals come from a bootstrap over runs. Without "
+    "--c-col (or a dataset's 'c' role) compute is C = 6·N·tokens, and then b = 1 - a by "
+    "construction. Without a dataset's roles the columns default to run, N, tokens and loss.")
+
+
 def register(sub) -> None:
     from scalinglab.cli import flags
 
     p = sub.add_parser(
         "envelope", help="the lower envelope of training curves and the exponents of N_opt, D_opt ∝ C^a, C^b "
-                         "(Approach 1)",
-        description="Hoffmann et al.'s Approach 1 on a long table with one row per (run, checkpoint): at each "
-                    "compute C the run with the lowest loss is that C's optimal size N_opt (and its tokens "
-                    "D_opt); least-squares lines in log space give a of N_opt ∝ C^a and b of D_opt ∝ C^b. "
-                    "--method grid (default, Hoffmann's) interpolates each curve in log C on 1,500 log-spaced "
-                    "values; --method hull (McLeish et al.'s Gemstones) takes the lower convex hull of the "
-                    "checkpoints. An optimum whose run is the smallest or largest model covering that C is an "
-                    "edge and is left out unless --keep-edges (the Gemstones authors keep them: --method hull "
-                    "--keep-edges is their procedure). Intervals come from a bootstrap over runs. Without "
-                    "--c-col (or a dataset's 'c' role) compute is C = 6·N·tokens, and then b = 1 - a by "
-                    "construction. Without a dataset's roles the columns default to run, N, tokens and loss.")
+                         "(Approach 1)", description=DESCRIPTION)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV file with one row per (run, checkpoint)")
     src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")

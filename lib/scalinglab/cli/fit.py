@@ -97,15 +97,17 @@ def _options(args):
 
 def _request(args, law):
     """The fit asked for, every flag checked before anything is read: a bad flag is the user's first problem."""
+    from dataclasses import replace
+
     from scalinglab.cli.laws import parse_fix, refuse_fit_flags
     from scalinglab.cli.tables import check_delta, check_level, check_resampling
     from scalinglab.errors import UserError
+    from scalinglab.fitting.options import FitOptions, Resampling
     from scalinglab.fitting.workflow import FitRequest
 
     chinchilla = law.name == "chinchilla"
     if not chinchilla:
         refuse_fit_flags(args, law)
-    options = _options(args) if chinchilla else None
     check_resampling(args)
     check_level(args.level)
     if args.bootstrap_by and not args.bootstrap:
@@ -122,9 +124,10 @@ def _request(args, law):
         from scalinglab.fitting.saved import check_save_path
 
         check_save_path(args.save)
-    return FitRequest(law, None, tuple(args.where or ()), tuple(args.holdout or ()), args.drop_highest, options,
-                      {} if chinchilla else parse_fix(args.fix, law), check_delta(args.delta), args.bootstrap,
-                      args.seed, args.level, args.bootstrap_by, tuple(args.compute or ()),
+    options = _options(args) if chinchilla else FitOptions(delta=check_delta(args.delta))
+    options = replace(options, resampling=Resampling(args.bootstrap, args.bootstrap_by, args.seed, args.level))
+    fixed = dict(options.fixed) if chinchilla else parse_fix(args.fix, law)
+    return FitRequest(law, None, options, fixed, args.drop_highest, tuple(args.compute or ()),
                       progress=args.bootstrap > 0 and sys.stderr.isatty())
 
 
@@ -146,7 +149,7 @@ def _run(args) -> int:
     runs = load_runs(args.csv, dataset=args.dataset)
     request = replace(request, columns=law_columns(args, law, runs.roles))
     try:
-        report = W.fit_table_runs(runs.table, runs.label, request)
+        report = W.fit_runs(runs.select(args.where, args.holdout), request)
     except UserError as exc:  # name the file or dataset the bad column or value came from, and its line
         raise UserError(f"{runs.label}: {named_row(exc, runs.table)}") from None
     if args.predict:

@@ -72,7 +72,6 @@ def _predict(args) -> int:
     from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
-    from scalinglab.fitting.conditions import selected
     from scalinglab.fitting.saved_predictions import predict_table
     from scalinglab.runs import load_runs
     from scalinglab.serialization import dumps
@@ -86,7 +85,7 @@ def _predict(args) -> int:
     cols = {k: v for k, v in s.columns.items() if v} | {k: getattr(args, k) for k in ("n_col", "d_col", "c_col",
                                                                                       "loss_col") if getattr(args, k)}
     try:
-        out = predict_table(s, runs.table, selected(runs.table, args.where), cols, args.level,
+        out = predict_table(s, runs.table, runs.select(args.where).rows, cols, args.level,
                             loss_given=bool(args.loss_col))
     except UserError as exc:
         raise UserError(f"{runs.label}: {named_row(exc, runs.table)}") from None

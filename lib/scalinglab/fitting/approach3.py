@@ -57,12 +57,15 @@ def _closed_form(p) -> ScalingLaw:
     return ScalingLaw(p["E"], p["A"], p["B"], p["alpha"], p["beta"])
 
 
-def _fit_law(law, inputs, y, *, fixed, objective, delta, n_boot, seed, level, groups, unit, progress) -> LawFit:
-    """The registry's entry to this module's solver: least squares is the Huber objective with δ = ∞ (every
-    residual on the quadratic branch), half the sum of squares, as in the registry's other laws."""
-    opts = FitOptions(delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()))
+def _fit_law(law, inputs, y, *, options, fixed, objective, delta, n_boot, seed, level, groups, unit, progress,
+             names=None) -> LawFit:
+    """The registry's entry to this module's solver, with ``options``' solver settings: least squares is the
+    Huber objective with δ = ∞ (every residual on the quadratic branch), half the sum of squares, as in the
+    registry's other laws. ``names``: role -> column, for the messages that name the runs' columns."""
+    opts = replace(options, delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()))
+    cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
     return fit_arrays(inputs["n"], inputs["d"], y, opts, n_boot=n_boot, seed=seed, level=level, groups=groups,
-                      unit=unit, progress=progress)
+                      unit=unit, progress=progress, names=cols)
 
 
 CHINCHILLA = Law(

@@ -101,9 +101,10 @@ def where(table, conditions) -> np.ndarray:
     return mask
 
 
-def no_rows(conditions) -> str:
-    """What to say when a table has no rows to use: the conditions match none, or it has none."""
-    return (f"{' and '.join(map(repr, conditions))} matches none of the rows" if conditions
+def no_rows(conditions, n_rows: int | None = None) -> str:
+    """What to say when a table has no rows to use: the conditions match none (of ``n_rows``), or it has none."""
+    of = "the rows" if n_rows is None else f"the {n_rows} rows"
+    return (f"{' and '.join(map(repr, conditions))} matches none of {of}" if conditions
             else "the table has no rows (a header only)")
 
 

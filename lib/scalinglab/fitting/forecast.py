@@ -14,7 +14,6 @@ Every prediction and allocation carries ``fitting.domain``'s distance from the f
 
 from __future__ import annotations
 
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -25,44 +24,20 @@ from scalinglab.fitting.results import LawFit
 
 
 def residual_sd(result: LawFit, N, D, L) -> float:
-    """σ of the log-loss residuals, sqrt(Σ r² / (n − free parameters)), r = log L − log L̂."""
-    r = np.log(np.asarray(L, float)) - np.log(result.loss(N, D))
-    dof = max(len(r) - result.n_free, 1)
-    return float(np.sqrt(np.sum(r * r) / dof))
+    """σ of the log-loss residuals, sqrt(Σ r² / (n − free parameters)), r = log L − log L̂
+    (``predictions.residual_sd`` for Chinchilla's inputs)."""
+    from scalinglab.fitting.predictions import residual_sd as sd
 
-
-def _q(level: float) -> list[float]:
-    return [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    return sd(result, {"n": N, "d": D}, L)
 
 
 def loss_intervals(result: LawFit, N, D, sigma: float | None, level: float | None = None,
                    seed: int | None = None) -> dict[str, np.ndarray]:
-    """Predicted loss at each (N, D), its mean interval (``mean_lo``, ``mean_hi``; NaN without a bootstrap),
-    its new-run interval (``new_lo``, ``new_hi``) and each bootstrap replicate's prediction (``draws``,
-    (replicates, points); None without a bootstrap). ``sigma`` None: the mean interval only (new_lo and new_hi
-    None), which saves the noise draws."""
+    """``predictions.intervals`` at points (N, D): predicted loss, mean interval, new-run interval, draws."""
+    from scalinglab.fitting.predictions import intervals
+
     N, D = np.broadcast_arrays(np.asarray(N, float).ravel(), np.asarray(D, float).ravel())
-    bs = result.bootstrap
-    level = level if level is not None else (bs.level if bs is not None else 0.95)
-    pred = np.asarray(result.loss(N, D), float)
-    nan = np.full(len(N), np.nan)
-    draws = None
-    if bs is not None and len(bs.samples):
-        E, A, B, al, be = (bs.samples[:, i, None] for i in range(5))
-        draws = E + A / N**al + B / D**be  # (replicates, points)
-        mean_lo, mean_hi = np.percentile(draws, _q(level), axis=0)
-    else:
-        mean_lo = mean_hi = nan
-    if sigma is None:
-        new_lo = new_hi = None
-    elif draws is not None:
-        z = np.random.default_rng(bs.seed if seed is None else seed).standard_normal(draws.shape)
-        new_lo, new_hi = np.percentile(draws * np.exp(sigma * z), _q(level), axis=0)
-    else:
-        zq = NormalDist().inv_cdf((1 + level) / 2)
-        new_lo, new_hi = pred * np.exp(-zq * sigma), pred * np.exp(zq * sigma)
-    return {"predicted": pred, "mean_lo": mean_lo, "mean_hi": mean_hi, "new_lo": new_lo, "new_hi": new_hi,
-            "level": level, "draws": draws}
+    return intervals(result, {"n": N, "d": D}, sigma, level, seed)
 
 
 def allocations(result: LawFit, C, N, D, L) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""Options of the Approach-3 fit: bounds, starts, constraints (fixed and tied parameters) and
-the free-coordinate parametrisation θ = c + T·φ the solver moves; the most resamples any bootstrap
-(Approaches 1, 2 and 3) takes.
+"""How to fit: ``FitOptions`` (the Huber δ, the resampling, and Chinchilla's solver: bounds, starts,
+constraints), ``Resampling`` (how many refits, of what unit, seed, level), the free-coordinate parametrisation
+θ = c + T·φ Chinchilla's solver moves, and the most resamples any bootstrap (Approaches 1, 2 and 3) takes.
 """
 
 from __future__ import annotations
@@ -56,10 +56,33 @@ def hoffmann_grid() -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Resampling:
+    """How a fit's uncertainty is estimated: ``n`` refits (0: none) on resamples of the runs drawn with
+    replacement, or of whole groups of runs sharing a value of the column ``by`` (one model's checkpoints, one
+    seed: the unit whose draws are independent); the draws' ``seed``; the ``level`` of percentile intervals."""
+
+    n: int = 0
+    by: str | None = None
+    seed: int = 0
+    level: float = 0.95
+
+    def __post_init__(self):
+        if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 0:
+            raise UserError(f"the number of bootstrap resamples must be a whole number >= 0, not {self.n!r}")
+        check_resample_count(int(self.n))
+        if not 0 < float(self.level) < 1:
+            raise UserError(f"level {self.level!r}: an interval's level lies strictly between 0 and 1")
+        if self.by is not None and not self.n:
+            raise UserError(f"resampling groups of {self.by!r} needs a number of resamples")
+
+
+@dataclass(frozen=True)
 class FitOptions:
-    """How to fit. The defaults are Hoffmann's method, done to convergence."""
+    """How to fit. The defaults are Hoffmann's method, done to convergence, without a bootstrap. ``delta`` and
+    ``resampling`` apply to every law; the solver's settings below them to Chinchilla's batched solver."""
 
     delta: float = HUBER_DELTA     # Huber threshold on log residuals
+    resampling: Resampling = Resampling()
     n_refine: int = 50             # best-scoring grid starts optimised together
     grid_iters: int = 60           # batched iterations for those starts before picking finalists
     n_polish: int = 3              # distinct best solutions then solved to convergence

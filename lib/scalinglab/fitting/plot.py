@@ -123,7 +123,7 @@ def law_figure(fitted, others=None, *, others_label: str = "held out", target: s
                title: str | None = None):
     """A matplotlib Figure for any registry law (``fitting.laws``), whose inputs need not be N and D: each
     run's predicted against actual value (left) and log(predicted/actual) against the actual value (right).
-    ``fitted`` and ``others`` are ``LawPredictions`` of the runs the law was fitted to and of runs it was not;
+    ``fitted`` and ``others`` are ``predictions.Predictions`` of the runs the law was fitted to and of runs it was not;
     an interval, where a bootstrap gave one, is drawn as a vertical bar."""
     from matplotlib.figure import Figure
 

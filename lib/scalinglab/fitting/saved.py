@@ -85,7 +85,8 @@ def data_hash(N, D, L) -> str:
 
 def to_json(saved: SavedFit) -> dict[str, Any]:
     res, bs = saved.result, saved.result.bootstrap
-    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions)}
+    # The bootstrap's own record (below) says how it resampled; the options keep the solver's settings.
+    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions) if f.name != "resampling"}
     opts["fixed"] = [list(p) for p in opts["fixed"]]
     opts["lower"], opts["upper"] = list(opts["lower"]), list(opts["upper"])
     boot = None
@@ -93,7 +94,7 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
         boot = {"samples": bs.samples.tolist(), "converged": bs.converged.astype(bool).tolist(), "n_boot": bs.n_boot,
                 "n_failed": bs.n_failed, "level": bs.level, "seed": bs.seed, "free": list(bs.free),
                 "constant": list(bs.constant), "unit": bs.unit, "n_units": bs.n_units}
-    from scalinglab import __version__
+    from scalinglab.version import __version__
 
     return {"format": FORMAT, "version": VERSION, "written_by": f"scalinglab {__version__}",
             "law": res.params,

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.predictions import Predictions
 
 BLANK = ""
 
@@ -43,7 +44,7 @@ def interval_text(lo_hi: Sequence | None, spec: str = "+.1f", scale: float = 1.0
     return f"[{lo:{spec}}, {hi:{spec}}]"
 
 
-def heldout_frame(pred: H.Predictions, tokens_per_param: float = 20.0) -> pd.DataFrame:
+def heldout_frame(pred: Predictions, tokens_per_param: float = 20.0) -> pd.DataFrame:
     """One row per predicted run, indexed by its table row: N, the token multiplier
     M = D/(``tokens_per_param``·N) (20: Chinchilla's, so M = 1 is compute-optimal), actual and predicted loss,
     the signed relative error (predicted − actual)/actual, the mean law's interval (NaN without a bootstrap) and

@@ -1,10 +1,11 @@
-"""What `scalinglab fit` does with a table of runs, as one library call and one result.
+"""What `scalinglab fit` does with runs, as one library call and one result, for every law.
 
-``fit_table_runs`` selects rows (``where``), holds some out (``holdout``) or drops the highest losses, fits the
-law (Chinchilla's batched solver, or the registry's engine for the other laws), predicts what was held out,
-and, for a law with a closed form, allocates compute. It returns a ``FitReport``: the fit, the runs it saw,
-the held-out or predicted runs, the allocation (or why there is none), with ``summary()`` (the text `fit`
-prints) and ``to_dict()`` (its JSON). The CLI parses flags, calls this, and prints.
+``fit_runs(runs, request)`` takes ``Runs`` with their selection (``Runs.select``: the rows to fit, the rows held
+out) and a ``FitRequest`` (the law, its columns, the ``FitOptions`` with the resampling, held parameters, budgets),
+fits the law by the one engine (``laws.fit_law``; Chinchilla's batched solver is that law's own), predicts what
+was held out (``predictions.Predictions``, with new-run intervals and, for a law of N and D, each run's distance
+from the fitted runs) and, for a law with a closed form, allocates compute. It returns a ``FitReport`` with
+``summary()`` (the text `fit` prints) and ``to_dict()`` (its JSON). The CLI parses flags, calls this, and prints.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.conditions import no_rows, selected
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
@@ -26,43 +27,48 @@ UNUSABLE = 3
 
 @dataclass(frozen=True)
 class FitRequest:
-    """How to fit: the law, its columns (``Columns``), the rows, the resampling. ``options``: Chinchilla's
-    solver settings (``FitOptions``: constraints, δ, starts); ``fixed``: another law's held parameters."""
+    """How to fit: the law, its columns (``Columns``), the ``FitOptions`` (δ, resampling, and Chinchilla's solver
+    settings), parameters held at a value (``fixed``), the K highest targets dropped, and budgets to allocate."""
 
     law: Any
     columns: Any
-    where: tuple[str, ...] = ()
-    holdout: tuple[str, ...] = ()
-    drop_highest: int = 0
-    options: Any = None
+    options: FitOptions = FitOptions()
     fixed: dict[str, float] = field(default_factory=dict)
-    delta: float | None = None
-    bootstrap: int = 0
-    seed: int = 0
-    level: float = 0.95
-    bootstrap_by: str | None = None
+    drop_highest: int = 0
     compute: tuple[float, ...] = ()
     progress: bool = False
 
 
 @dataclass(frozen=True)
 class FitReport:
-    """A fit of a table's runs and what was asked of it. ``runs``: the fitted (N, D, L) for Chinchilla's form;
-    ``check``: the hold-out check (``holdout.HoldoutCheck``) when rows were held out; ``predictions``: held-out
-    or predicted runs; ``allocation`` or ``unusable`` (why a requested allocation is not given)."""
+    """A fit of runs and what was asked of it. ``runs``: the runs with their selection; ``inputs``/``y``: what
+    the law was fitted to, at the table's ``fitted_rows``; ``predictions``: held-out or predicted runs;
+    ``allocation`` or ``unusable`` (why a requested allocation is not given)."""
 
     fit: LawFit
-    label: str
+    runs: Any
     request: FitRequest
-    runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    check: Any = None
+    inputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    y: np.ndarray | None = field(default=None, repr=False)
+    fitted_rows: np.ndarray | None = field(default=None, repr=False)
+    n_groups: int | None = None
     predictions: Any = None
     predicted_from: str | None = None
     allocation: list[dict[str, Any]] | None = None
     unusable: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)   # what was written: {"plot": path, "saved": path}
-    table: Any = field(default=None, repr=False, compare=False)   # the runs' table (a law's fitted rows, for plots)
-    fitted_rows: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        return self.runs.label
+
+    @property
+    def nd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The fitted (N, D, L) for a law with a closed form in N and D (Chinchilla's): what allocations, saved
+        fits and the fit figure take; None for other laws."""
+        if self.fit.law.closed_form is None:
+            return None
+        return self.inputs["n"], self.inputs["d"], self.y
 
     @property
     def exit_status(self) -> int:
@@ -71,24 +77,22 @@ class FitReport:
     @property
     def what(self) -> str:
         """How the predicted runs are named: held out (the conditions) or predicted from a file."""
-        if self.request.holdout:
-            return f"held out ({' or '.join(self.request.holdout)})"
+        if self.runs.holdout:
+            return f"held out ({' or '.join(self.runs.holdout)})"
         return f"predicted from {self.predicted_from}" if self.predicted_from else ""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"source": self.label, "n_dropped": self.request.drop_highest, **self.fit.to_dict()}
-        if "plot" in self.outputs:
-            out["plot"] = self.outputs["plot"]
-        if "saved" in self.outputs:
-            out["saved"] = self.outputs["saved"]
-        if self.request.where:
-            out["where"] = list(self.request.where)
-        if self.check is not None:
-            out["holdout"] = self.check.to_dict()
+        out.update({k: self.outputs[k] for k in ("plot", "saved") if k in self.outputs})
+        if self.runs.where:
+            out["where"] = list(self.runs.where)
+        if self.predictions is not None and self.runs.holdout:
+            by = self.request.options.resampling.by
+            groups = {} if by is None else {"bootstrap_groups": by, "n_groups": self.n_groups}
+            out["holdout"] = {"conditions": list(self.runs.holdout), "n_train": len(self.fitted_rows), **groups,
+                              **self.predictions.to_dict()}
         elif self.predictions is not None:
-            key = "holdout" if self.request.holdout else "predict"
-            out[key] = ({"source": self.predicted_from, **self.predictions.to_dict()}
-                        if self.predicted_from and self.runs is not None else self.predictions.to_dict())
+            out["predict"] = {"source": self.predicted_from, **self.predictions.to_dict()}
         if self.allocation:
             out["compute_optimal"] = self.allocation
         elif self.unusable:
@@ -114,93 +118,62 @@ class FitReport:
         return "\n\n".join(parts)
 
 
-def fit_table_runs(table, label: str, request: FitRequest) -> FitReport:
-    """Fit ``request.law`` to the table's rows as asked (errors name the table's rows: ``RowError``)."""
-    if request.law.name == "chinchilla" and request.law.closed_form is not None and request.options is not None:
-        report = _fit_chinchilla(table, label, request)
-    else:
-        report = _fit_law(table, label, request)
+def fit_runs(runs, request: FitRequest) -> FitReport:
+    """Fit ``request.law`` to the ``runs``' selected rows and predict the held-out ones (errors name the table's
+    rows: ``RowError``)."""
+    from scalinglab.fitting.approach3 import keep_below_highest
+    from scalinglab.fitting.holdout import group_labels
+    from scalinglab.fitting.laws import fit_law, inputs_at, predict_rows
+    from scalinglab.fitting.predictions import residual_sd
+
+    law, cols, opts = request.law, request.columns, request.options
+    rows = runs.rows
+    inputs, y = inputs_at(law, runs.table, rows, cols)
+    _check_compute_column(cols, inputs)
+    if request.drop_highest:
+        keep = keep_below_highest(y, request.drop_highest)
+        inputs, y, rows = {k: v[keep] for k, v in inputs.items()}, y[keep], rows[keep]
+    by, labels = opts.resampling.by, None
+    if by:
+        labels = group_labels(runs.table, by)[rows]
+        _check_groups(labels, by)
+    fit = fit_law(law, inputs, y, opts, fixed=request.fixed, groups=labels, unit=by, progress=request.progress,
+                  names=cols.names(law))
+    report = FitReport(fit, runs, request, inputs=inputs, y=y, fitted_rows=rows,
+                       n_groups=None if labels is None else len(np.unique(labels)))
+    if runs.held.size:
+        preds = predict_rows(fit, runs.table, runs.held, cols, sigma=residual_sd(fit, inputs, y))
+        report = replace(report, predictions=_with_domain(preds, inputs))
     return with_allocation(report) if request.compute else report
 
 
-def _fit_chinchilla(table, label: str, req: FitRequest) -> FitReport:
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting import holdout as H
-
-    cols = _chinchilla_columns(req.columns)
-    boot = dict(n_boot=req.bootstrap, seed=req.seed, level=req.level, progress=req.progress)
-    labels = None
-    if req.bootstrap_by:
-        labels = H.group_labels(table, req.bootstrap_by)
-        _check_groups(labels, req.bootstrap_by)
-        boot.update(unit=req.bootstrap_by)
-    check = None
-    if not (req.where or req.holdout or req.bootstrap_by):
-        N, D, L, names = F.runs_from_table(table, drop_highest=req.drop_highest, **cols)
-        res = F.fit_arrays(N, D, L, req.options, names=names, **boot)
-    elif req.holdout:
-        boot.pop("unit", None)
-        check = H.holdout(table, list(req.holdout), **cols, select=list(req.where) or None,
-                          drop_highest=req.drop_highest, options=req.options, groups=req.bootstrap_by, **boot)
-        res = check.fit
-        N, D, L = H.runs_at(table, check.train_rows, **cols)[:3]
-    else:
-        rows = selected(table, list(req.where) or None)
-        N, D, L, names = H.runs_at(table, rows, **cols)
-        keep = F.keep_below_highest(L, req.drop_highest)
-        N, D, L = N[keep], D[keep], L[keep]
-        groups = None if labels is None else labels[rows][keep]
-        res = F.fit_arrays(N, D, L, req.options, names=names, groups=groups, **boot)
-    if cols["c_col"] and np.nanmin(D) < 1:  # fewer than one token per run: C is not training compute in FLOP
-        raise UserError(f"--c-col {cols['c_col']}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
-                        f"{len(D)} runs (smallest C {np.nanmin(np.asarray(D) * 6 * np.asarray(N)):.3g}); the "
-                        "column must hold each run's training compute in FLOP")
-    report = FitReport(res, label, req, runs=(N, D, L), check=check)
-    if check is not None:   # each held-out run's distance from the fitted runs
-        report = _with_domain(replace(report, predictions=check.heldout))
-    return report
-
-
-def _fit_law(table, label: str, req: FitRequest) -> FitReport:
-    from scalinglab.fitting import holdout as H
-    from scalinglab.fitting import laws as Lw
-    from scalinglab.fitting.laws.table import predict_rows
-
-    keep = H.where(table, list(req.where) or None)
-    if not keep.any():
-        raise UserError(no_rows(req.where))
-    held = H.any_of(table, list(req.holdout)) & keep if req.holdout else np.zeros_like(keep)
-    if req.holdout and not held.any():
-        raise UserError(f"{' or '.join(map(repr, req.holdout))} holds out none of the selected rows")
-    from scalinglab.fitting.huber import HUBER_DELTA
-
-    res = Lw.fit_table(req.law, table, req.columns, keep & ~held, fixed=req.fixed, drop_highest=req.drop_highest,
-                       delta=HUBER_DELTA if req.delta is None else req.delta, progress=req.progress,
-                       n_boot=req.bootstrap, seed=req.seed, level=req.level, groups=req.bootstrap_by)
-    predictions = predict_rows(res, table, np.flatnonzero(held), req.columns) if req.holdout else None
-    return FitReport(res, label, req, predictions=predictions, table=table, fitted_rows=np.flatnonzero(keep & ~held))
-
-
 def predict_other(report: FitReport, table, rows, source: str) -> FitReport:
-    """The report with the fit's predictions for another table's ``rows`` (``fit --predict``)."""
-    from scalinglab.fitting import holdout as H
+    """The report with the fit's predictions for another table's ``rows`` (``fit --predict``), with new-run
+    intervals from the fitted runs' residuals."""
+    from scalinglab.fitting.laws import predict_rows
+    from scalinglab.fitting.predictions import residual_sd
 
-    if report.runs is None:
-        from scalinglab.fitting.laws.table import predict_rows
+    sigma = residual_sd(report.fit, report.inputs, report.y)
+    preds = predict_rows(report.fit, table, rows, report.request.columns, sigma=sigma)
+    return replace(report, predictions=_with_domain(preds, report.inputs), predicted_from=source)
 
-        preds = predict_rows(report.fit, table, rows, report.request.columns)
-        return replace(report, predictions=preds, predicted_from=source)
-    from scalinglab.fitting.forecast import residual_sd
 
-    sigma = residual_sd(report.fit, *report.runs)
-    cols = _chinchilla_columns(report.request.columns)
-    preds = H.predict(report.fit, *H.runs_at(table, rows, **cols)[:3], rows=rows, sigma=sigma)
-    return _with_domain(replace(report, predictions=preds, predicted_from=source))
+def _check_compute_column(cols, inputs) -> None:
+    """D = C/(6N) below one token is not a run's training: the column does not hold compute in FLOP."""
+    if not cols.c or "d" not in inputs:
+        return
+    D = inputs["d"]
+    if np.nanmin(D) < 1:
+        raise UserError(f"--c-col {cols.c}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
+                        f"{len(D)} runs (smallest C {np.nanmin(D * 6 * inputs['n']):.3g}); the "
+                        "column must hold each run's training compute in FLOP")
 
 
 def with_allocation(report: FitReport) -> FitReport:
     """The report with the compute-optimal allocation at each requested budget, or why the fit gives none."""
-    allocation, unusable = allocations_or_problem(report.fit, report.request.compute, *report.runs)
+    if report.nd is None:
+        return replace(report, unusable=f"law {report.fit.law.name} has no closed-form allocation")
+    allocation, unusable = allocations_or_problem(report.fit, report.request.compute, *report.nd)
     return replace(report, allocation=allocation, unusable=unusable)
 
 
@@ -242,19 +215,14 @@ def write_plot(report: FitReport, path: str) -> FitReport:
     from scalinglab.fitting import plot
 
     preds = report.predictions
-    if report.runs is not None:
+    if report.nd is not None:
         others = None if preds is None else (preds.N, preds.D, preds.actual)
-        what = "held out" if report.request.holdout else f"from {report.predicted_from}"
-        plot.save_fit_figure(path, report.fit, *report.runs, others=others, others_label=what, title=report.label)
+        what = "held out" if report.runs.holdout else f"from {report.predicted_from}"
+        plot.save_fit_figure(path, report.fit, *report.nd, others=others, others_label=what, title=report.label)
     else:
-        from scalinglab.fitting.approach3 import keep_below_highest
-        from scalinglab.fitting.laws.table import predict_rows
+        from scalinglab.fitting.predictions import predict
 
-        cols, table = report.request.columns, report.table
-        fitted = predict_rows(report.fit, table, report.fitted_rows, cols)
-        if report.request.drop_highest:   # the rows the fit dropped are not "fitted runs"
-            kept = keep_below_highest(fitted.actual, report.request.drop_highest)
-            fitted = predict_rows(report.fit, table, fitted.rows[kept], cols)
+        fitted = predict(report.fit, report.inputs, report.y, rows=report.fitted_rows)
         plot.save_figure(path, plot.law_figure(fitted, preds, others_label=report.what, target=report.fit.law.target,
                                                title=f"{report.label}: law {report.fit.law.name}"))
     return replace(report, outputs={**report.outputs, "plot": path})
@@ -264,11 +232,13 @@ def write_saved(report: FitReport, path: str) -> FitReport:
     """Save the fit with the runs it was fitted on (``fitting.saved``, a .slfit file)."""
     from scalinglab.fitting import saved
 
-    if report.runs is None:
+    if report.nd is None:
         raise UserError(f"--save: a saved fit holds Chinchilla's form; law {report.fit.law.name} cannot be saved")
-    N, D, L = (np.asarray(x, float) for x in report.runs)
-    saved.save(path, saved.SavedFit(report.fit, N, D, L, columns=_chinchilla_columns(report.request.columns),
-                                    source=report.label, n_dropped=report.request.drop_highest))
+    N, D, L = (np.asarray(x, float) for x in report.nd)
+    cols = report.request.columns
+    columns = dict(n_col=cols.n, d_col=None if cols.c else cols.d, loss_col=cols.loss, c_col=cols.c)
+    saved.save(path, saved.SavedFit(report.fit, N, D, L, columns=columns, source=report.label,
+                                    n_dropped=report.request.drop_highest))
     return replace(report, outputs={**report.outputs, "saved": path})
 
 
@@ -283,14 +253,10 @@ def _check_groups(labels, flag_value: str) -> None:
                         f"least {MIN_GROUPS} to give an interval")
 
 
-def _with_domain(report: FitReport) -> FitReport:
+def _with_domain(predictions, inputs):
+    """The predictions with each run's distance from the fitted runs, for a law of N and D."""
+    if "n" not in inputs or "d" not in inputs:
+        return predictions
     from scalinglab.fitting import forecast
 
-    preds = forecast.with_domain(report.predictions, *report.runs[:2])
-    check = replace(report.check, heldout=preds) if report.check is not None else None
-    return replace(report, predictions=preds, check=check)
-
-
-def _chinchilla_columns(cols) -> dict[str, str | None]:
-    return dict(n_col=cols.n, d_col=None if cols.c else cols.d, loss_col=cols.loss, c_col=cols.c)
-
+    return forecast.with_domain(predictions, inputs["n"], inputs["d"])

@@ -44,6 +44,8 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.predictions import predict as predict_runs
 from scalinglab.serialization import to_jsonable
 
 PARAMS = ("E", "A", "B", "alpha")
@@ -243,7 +245,7 @@ def fit_overtraining_law(table, n_col: str = "N", d_col: str | None = "D", loss_
 
 
 def predict(law: OvertrainingLaw, table, rows=None, n_col: str = "N", d_col: str | None = "D",
-            loss_col: str = "loss", *, c_col: str | None = None) -> H.Predictions:
+            loss_col: str = "loss", *, c_col: str | None = None) -> Predictions:
     """The law's predictions for the chosen rows (mask, ANDed conditions or None), with actual losses.
 
     ``rel_error`` is signed, (predicted − actual)/actual; Gadre et al. report its absolute value.
@@ -252,8 +254,8 @@ def predict(law: OvertrainingLaw, table, rows=None, n_col: str = "N", d_col: str
     picked = _selected(table, rows, "rows to predict")
     N, D, L, _ = H.runs_at(table, picked, n_col, d_col, loss_col, c_col=c_col)
     nan = np.full(len(N), np.nan)
-    return H.Predictions(rows=picked, N=N, D=D, actual=L, predicted=np.asarray(law.loss(N, D), float),
-                         lower=nan, upper=nan, level=float("nan"))
+    return Predictions(rows=picked, actual=L, predicted=np.asarray(law.loss(N, D), float), lower=nan, upper=nan,
+                       level=float("nan"), inputs={"n": N, "d": D})
 
 
 # --- which difference carries the gap: their procedure, their form, their training runs ------------------
@@ -291,8 +293,8 @@ def compare_procedures(table, training_sets, targets, n_col: str = "N", d_col: s
                 else:
                     N, D, L, names = H.runs_at(table, picked, n_col, d_col, loss_col)
                     law = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, names=names)
-                    preds = {k: H.predict(law, *H.runs_at(table, np.flatnonzero(t), n_col, d_col, loss_col)[:3])
-                             for k, t in targets.items()}
+                    at = {k: H.runs_at(table, np.flatnonzero(t), n_col, d_col, loss_col) for k, t in targets.items()}
+                    preds = {k: predict_runs(law, {"n": r[0], "d": r[1]}, r[2]) for k, r in at.items()}
             except UserError as exc:
                 rows.append({**row, "status": "not fitted", "note": str(exc)})
                 continue

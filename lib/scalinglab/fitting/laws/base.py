@@ -26,7 +26,8 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.form import ROLE_NAMES, Law, Param, check_target, transform
-from scalinglab.fitting.huber import HUBER_DELTA, huber
+from scalinglab.fitting.huber import huber
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import Bootstrap, LawFit
 
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
@@ -39,13 +40,15 @@ BOOT_STARTS = 3      # grid starts (besides the full-data optimum) refitted per 
 # --- the fit ---------------------------------------------------------------------------------------------
 
 
-def check_fixed(law: Law, fixed: Mapping[str, float] | None) -> dict[str, float]:
-    """Canonical names and checked values, or a UserError naming the parameter."""
+def check_fixed(law: Law, fixed: Mapping[str, float] | None, ranges: bool = True) -> dict[str, float]:
+    """Canonical names and checked values, or a UserError naming the parameter. ``ranges=False`` leaves the
+    values' ranges to a law's own solver (Chinchilla's ``FitOptions`` check them: a value beyond the search box,
+    such as alpha = 10, may be held)."""
     out: dict[str, float] = {}
     for name, value in (fixed or {}).items():
         p = law.param(name)
         v = float(value)
-        if not np.isfinite(v) or not p.lower <= v <= p.upper:
+        if not np.isfinite(v) or (ranges and not p.lower <= v <= p.upper):
             raise UserError(f"{p.name}={value}: law {law.name} allows {p.name} in [{p.lower:g}, {p.upper:g}]")
         if p.name in out:
             raise UserError(f"{p.name} is fixed twice")
@@ -197,25 +200,37 @@ def _natural(p: Param, z: float, prob: _Problem) -> bool:
     return (not p.log) and p.lower == 0 and abs(z - p.lower) < 1e-6 * (p.upper - p.lower)
 
 
-def fit_law(law: Law, inputs: Mapping[str, Any], y, *, fixed: Mapping[str, float] | None = None,
-            objective: str | None = None, delta: float = HUBER_DELTA, n_boot: int = 0, seed: int = 0,
-            level: float = 0.95, groups=None, unit: str = "groups", progress: bool = False) -> LawFit:
+def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None = None, *,
+            fixed: Mapping[str, float] | None = None, objective: str | None = None, delta: float | None = None,
+            n_boot: int | None = None, seed: int | None = None, level: float | None = None, groups=None,
+            unit: str | None = None, progress: bool = False, names: Mapping[str, str] | None = None) -> LawFit:
     """Fit ``law`` to runs: ``inputs`` maps each of ``law.inputs`` to an array, ``y`` the target.
 
-    ``objective``: "huber" (δ = ``delta`` on the residuals in ``law.space``) or "squares"; None takes the
-    law's default. ``n_boot`` > 0 adds a bootstrap over rows, or over whole groups when ``groups`` (one label
-    per row) is given.
+    ``options`` (``FitOptions``) say how: the Huber δ, the resampling (``Resampling``: how many refits, seed,
+    level) and, for Chinchilla's solver, its settings; a keyword given here (``delta``, ``n_boot``, ``seed``,
+    ``level``) overrides its field. ``objective``: "huber" (δ on the residuals in ``law.space``) or "squares";
+    None takes the law's default. The bootstrap resamples rows, or whole groups when ``groups`` (one label per
+    row, named ``unit``) is given. ``names``: the column each role was read from, for messages.
     """
-    fixed = check_fixed(law, fixed)
+    opts = options or FitOptions()
+    rs = opts.resampling
+    delta = opts.delta if delta is None else delta
+    n_boot, seed, level = (rs.n if n_boot is None else n_boot, rs.seed if seed is None else seed,
+                           rs.level if level is None else level)
+    unit = unit or rs.by or "groups"
+    fixed = check_fixed(law, fixed, ranges=law.fitter is None)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
         raise UserError(f"objective {kind!r}: expected huber or squares")
     inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
     y = np.asarray(y, float).ravel()
+    if law.fitter is not None:   # a law's own solver checks its runs (Chinchilla's names the columns)
+        missing = [r for r in law.inputs if r not in inputs]
+        if missing:
+            raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
+        return law.fitter(law, inputs, y, options=opts, fixed=fixed, objective=kind, delta=delta, n_boot=n_boot,
+                          seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
     check_inputs(law, inputs, y, len(law.params) - len(fixed))
-    if law.fitter is not None:
-        return law.fitter(law, inputs, y, fixed=fixed, objective=kind, delta=delta, n_boot=n_boot, seed=seed,
-                          level=level, groups=groups, unit=unit, progress=progress)
     prob = _Problem(law, fixed, inputs, y, law.space)
     starts = prob.starts(y)
     z, obj, rss, ok = _solve(prob, starts, kind, delta)

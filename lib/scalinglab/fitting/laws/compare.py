@@ -36,7 +36,8 @@ from scalinglab.errors import UserError
 from scalinglab.fitting import holdout as H
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.laws.table import Columns, LawPredictions, fit_table, inputs_at, predict_arrays, predict_rows
+from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_arrays, predict_rows
+from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
@@ -50,9 +51,9 @@ class LawScore:
 
     law: Law
     fit: LawFit | None
-    split: LawPredictions | None = None
+    split: Predictions | None = None
     split_fit: LawFit | None = None
-    logo: LawPredictions | None = None
+    logo: Predictions | None = None
     logo_groups: np.ndarray | None = None   # each LOGO prediction's group label
     at_target: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
@@ -377,7 +378,9 @@ def _logo(law, table, cols, keep, labels, objective, delta=HUBER_DELTA):
         return None, None, refused
     cat = {k: np.concatenate([getattr(p, k) for p in preds]) for k in ("rows", "actual", "predicted", "lower",
                                                                           "upper")}
-    return LawPredictions(**cat, level=preds[0].level), np.concatenate(groups).astype(str), refused
+    inputs = {k: np.concatenate([p.inputs[k] for p in preds]) for k in preds[0].inputs}
+    return (Predictions(**cat, level=preds[0].level, inputs=inputs, space=preds[0].space),
+            np.concatenate(groups).astype(str), refused)
 
 
 def _at_target(fit: LawFit, target: Mapping[str, float], level: float) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from scalinglab import __version__
+from scalinglab.version import __version__
 from scalinglab.errors import UserError
 from scalinglab.training.sweep.plan import (LAUNCHERS, Profile, RunSpec, check_preset, check_seeds, get_profile, plan,
                                            spec_to_dict)
