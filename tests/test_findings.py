@@ -425,6 +425,26 @@ def test_downstream_verdict_follows_the_misses():
     assert "The misses are ARC-Challenge, every one predicted too low" in t and "not the noise" in t
 
 
+def test_downstream_own_ladder_known_answers():
+    t = text("07_downstream")
+    o = FIXTURE["07_downstream"]["own_ladder"]
+    # the two targets' chained accuracies and actuals as the fixture holds them, to a tenth of a point
+    for r in o["targets"]:
+        assert f"{100 * r['acc_pred']:.1f}% (actual {100 * r['acc_actual']:.1f})" in t
+    assert "On our own ladder (16 GPTs of 66k–204k parameters at 2.5–20 tokens per parameter; a 1,000-item" in t
+    assert "the accuracy of 32x1 and 48x2" in t
+
+
+def test_downstream_own_ladder_counts_the_intervals_that_hold():
+    s = copy.deepcopy(FIXTURE["07_downstream"])
+    r = s["own_ladder"]["targets"][1]
+    r["acc_inside"], r["acc_upper"] = False, r["acc_actual"] - 0.01   # the larger target above its interval
+    t = text("07_downstream", s)
+    inside = sum(bool(x["acc_inside"]) for x in s["own_ladder"]["targets"])
+    assert f"; {inside} of 2 inside the 95% intervals" in t
+    assert f"{100 * r['acc_upper']:.1f} points; ladder runs resampled" in t
+
+
 def test_downstream_bullets_are_short():
     words = [len(b[2:].split()) for b in bullets("07_downstream")]
     assert max(words) <= 60, words

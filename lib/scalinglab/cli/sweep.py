@@ -9,7 +9,7 @@ import json
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
 PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal", "schedules")
-PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "cpu-schedules", "gpu-quick", "gpu")
+PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "cpu-downstream", "cpu-schedules", "gpu-quick", "gpu")
 
 
 def register(sub) -> None:

@@ -50,16 +50,11 @@ def downstream(summary: Mapping[str, Any]) -> list[Finding]:
         f"checkpoint noise added) hold {cov('inside')} of {cov('total')} actuals. " + verdict))
 
     out.append(Finding(
-        f"{m('n_loss_below_ladder')} of 16 predicted task losses lie below every ladder checkpoint's, so "
-        f"step 2 is read where nothing constrains it. Step 1 misses the targets' task loss by "
-        f"{pct(m('step1_loss_rel_error_mean'))} on average; step 2 at the actual loss errs by "
-        f"{dec(m('step2_alone_mae'), 1)} points, against {dec(m('mae', 'bpb_chain'), 1)} chained."))
-
-    out.append(Finding(
-        f"With the correct answer's probability (its negative log) as the intermediate instead of bits per byte, "
-        f"the mean absolute error over the 16 is {dec(m('mae', 'prob_chain'), 1)} points against "
-        f"{dec(m('mae', 'bpb_chain'), 1)}; fitting accuracy directly on N and D gives "
-        f"{dec(m('mae', 'one_step'), 1)}."))
+        f"{m('n_loss_below_ladder')} of 16 predicted task losses lie below every ladder checkpoint's. Step 1 misses "
+        f"the targets' task loss by {pct(m('step1_loss_rel_error_mean'))} on average; step 2 at the actual loss errs "
+        f"by {dec(m('step2_alone_mae'), 1)} points (chained: {dec(m('mae', 'bpb_chain'), 1)}). With the answer's "
+        f"probability as the intermediate the mean absolute error is {dec(m('mae', 'prob_chain'), 1)}; fitting "
+        f"accuracy on N and D directly, {dec(m('mae', 'one_step'), 1)}."))
 
     ll = s.sub("loss_to_loss")
     tr = ll("translation")
@@ -75,4 +70,20 @@ def downstream(summary: Mapping[str, Any]) -> list[Finding]:
         f"within {_span([abs(e) for e in ll('big_rel_errors')], lambda v: pct(v))}, but their "
         f"{pct(ll('level'), 0)} intervals (model pairs resampled, plus one pair's scatter) hold only "
         f"{ll('big_inside')} of {ll('n_rows')}: the fits are tighter than their extrapolation error."))
+    out.append(_own_ladder(s.sub("own_ladder")))
     return _cap(out)
+
+
+def _own_ladder(o: _Summary) -> Finding:
+    """The chain on our own ladder: the targets' accuracy predicted, with the misses and the intervals."""
+    rows = o("targets")
+    names = " and ".join(r["model"].split(" ")[0] for r in rows)
+    inside = sum(bool(r["acc_inside"]) for r in rows)
+    return Finding(
+        f"On our own ladder ({o('n_ladder')} GPTs of {o('n_min') / 1e3:.0f}k–{o('n_max') / 1e3:.0f}k parameters at "
+        f"{_span(o('tokens_per_param'), lambda v: dec(v, 1).rstrip('0').rstrip('.'))} tokens per parameter; "
+        f"a {o('items'):,}-item cloze from our corpus), the chain predicts the accuracy of {names} at "
+        + " and ".join(f"{dec(100 * r['acc_pred'], 1)}% (actual {dec(100 * r['acc_actual'], 1)})" for r in rows)
+        + f"; {inside} of {len(rows)} inside the {pct(o('level'), 0)} intervals ("
+        + ", ".join(f"{dec(100 * r['acc_lower'], 1)}–{dec(100 * r['acc_upper'], 1)}" for r in rows)
+        + " points; ladder runs resampled, item noise added).")

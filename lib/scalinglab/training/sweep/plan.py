@@ -85,6 +85,9 @@ class Profile:
     # >= 1e-2 at width 16-24 and ~3e-3 at 32x2 and above)
     optimal_tokens_per_param: float = 20.0
     optimal_lr_at_64: float = 3e-3
+    # preset optimal: each shape trained at these multiples of optimal_tokens_per_param (a ladder in D as well as N,
+    # as Bhagia et al.'s model ladders are), one cosine to each length
+    optimal_multiples: tuple[float, ...] = (1.0,)
     # preset schedules: more seeds for some shapes, a fixed length in steps instead of
     # optimal_tokens_per_param (None: tokens per parameter), evaluations per run (curve_points evenly spaced steps
     # plus up to curve_points // 5 geometrically spaced ones before the first, where the loss falls fastest), and the
@@ -155,6 +158,14 @@ PROFILES: dict[str, Profile] = {
         name="cpu-inverse", tokenizer="bpe8192-t20000000", seq_len=128, batch_size=16,
         shapes=((8, 1), (12, 1), (16, 1), (24, 1), (32, 1), (48, 2)), budgets={},
         train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536,
+    ),
+    # The downstream ladder (preset optimal): cpu-inverse's four smallest shapes again, at 2.5, 5 and 10 tokens per
+    # parameter. With cpu-inverse's six models at 20, that is a ladder in N and D whose smaller rungs predict its
+    # largest two (notebook 07's check of the two-step chain on our own models). 8.8M tokens in all.
+    "cpu-downstream": Profile(
+        name="cpu-downstream", tokenizer="bpe8192-t20000000", seq_len=128, batch_size=16,
+        shapes=((8, 1), (12, 1), (16, 1), (24, 1)), budgets={},
+        train_bytes=60_000_000, val_bytes=600_000, eval_tokens=65_536, optimal_multiples=(0.125, 0.25, 0.5),
     ),
     # The schedule family (preset schedules): 3 sizes x 4 schedules (constant, cosine, WSD with a 20%
     # linear cooldown, a two-stage step), each at 20 tokens per standard-count parameter, 3 seeds for the middle
@@ -440,7 +451,7 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
         shape_budgets = budgets
         if preset == "optimal":  # one budget per shape: its compute-optimal length
             lr = min(prof.optimal_lr_at_64 * 64 / width, prof.max_lr)
-            shape_budgets = (6.0 * n * math.ceil(prof.optimal_tokens_per_param * n),)
+            shape_budgets = tuple(6.0 * n * math.ceil(prof.optimal_tokens_per_param * m * n) for m in prof.optimal_multiples)
         for c in shape_budgets:
             if preset != "optimal" and not lo <= c / (6 * n * n) <= hi:
                 continue
