@@ -64,7 +64,8 @@ def _source(args):
 def _trend(args) -> int:
     from scalinglab.cli.tables import select_rows
     from scalinglab.errors import UserError
-    from scalinglab.inverse_scaling.trend import TrendOptions, trend_report
+    from scalinglab.inverse_scaling.trend import TrendOptions
+    from scalinglab.inverse_scaling.trend_report import trend_report
     from scalinglab.serialization import dumps
 
     df, roles, label = _source(args)
