@@ -31,6 +31,30 @@ def test_optimal_plan_trains_each_shape_once_at_its_compute_optimal_length():
     assert max(r.train.total_tokens for r in runs) * 4 < prof.train_bytes
 
 
+def test_downstream_plan_trains_each_shape_at_several_lengths_each_its_own_cosine():
+    from scalinglab.training.sweep import get_profile, plan
+
+    prof, base = get_profile("cpu-downstream"), get_profile("cpu-inverse")
+    runs = plan("optimal", prof, 8192)
+    assert len(runs) == len(prof.shapes) * len(prof.optimal_multiples) == 12
+    assert len({r.run_id for r in runs}) == 12
+    # the same shapes, data and optimizer as the inverse-scaling family, whose 20-token models complete the ladder
+    assert set(prof.shapes) < set(base.shapes) and prof.tokenizer == base.tokenizer
+    assert prof.train_bytes == base.train_bytes
+    inverse = {(r.width, r.depth): r for r in plan("optimal", base, 8192)}
+    for r in runs:
+        mult = r.train.total_tokens / (20 * r.n_standard)
+        # whole optimizer steps: within one step's tokens of the multiple asked for
+        assert min(abs(mult - m) for m in prof.optimal_multiples) * 20 * r.n_standard <= r.train.batch_size * 128
+        assert r.train.schedule == "cosine" and r.train.eval_at_tokens[-1] == r.train.total_tokens
+        twin = inverse[(r.width, r.depth)]
+        assert (r.train.lr, r.train.beta2, r.train.batch_size) == (twin.train.lr, twin.train.beta2, twin.train.batch_size)
+    by_shape = {}
+    for r in runs:
+        by_shape.setdefault((r.width, r.depth), []).append(r.train.total_tokens)
+    assert all(len(v) == 3 and len(set(v)) == 3 for v in by_shape.values())
+
+
 def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(cache, tmp_path):
     import torch
     from scalinglab.inverse_scaling.adapters import load_checkpoint_lm
