@@ -55,6 +55,13 @@ def test_the_options_object_carries_the_resampling(table):
     assert not np.array_equal(a.bootstrap.samples, c.bootstrap.samples)
 
 
+def test_parameters_held_in_the_options_are_held(table):
+    # FitOptions(fixed=...) is honoured by the one path, as the fixed= keyword is; both give the same fit.
+    held = sl.fit(table, options=FitOptions(fixed={"E": 1.7}))
+    assert held.params["E"] == 1.7 and held.params == sl.fit(table, fixed={"E": 1.7}).params
+    assert sl.fit(table).params["E"] != 1.7
+
+
 def test_resampling_by_a_column_counts_its_groups(table):
     fit = sl.fit(table, options=FitOptions(resampling=Resampling(n=30, by="model")))
     assert fit.bootstrap.unit == "model" and fit.bootstrap.n_units == 8

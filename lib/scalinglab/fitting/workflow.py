@@ -28,7 +28,8 @@ UNUSABLE = 3
 @dataclass(frozen=True)
 class FitRequest:
     """How to fit: the law, its columns (``Columns``), the ``FitOptions`` (δ, resampling, and Chinchilla's solver
-    settings), parameters held at a value (``fixed``), the K highest targets dropped, and budgets to allocate."""
+    settings), parameters held at a value (``fixed``; empty: the options' own), the K highest targets dropped, and
+    budgets to allocate."""
 
     law: Any
     columns: Any
@@ -137,7 +138,7 @@ def fit_runs(runs, request: FitRequest) -> FitReport:
     if by:
         labels = group_labels(runs.table, by)[rows]
         _check_groups(labels, by)
-    fit = fit_law(law, inputs, y, opts, fixed=request.fixed, groups=labels, unit=by, progress=request.progress,
+    fit = fit_law(law, inputs, y, opts, fixed=request.fixed or None, groups=labels, unit=by, progress=request.progress,
                   names=cols.names(law))
     report = FitReport(fit, runs, request, inputs=inputs, y=y, fitted_rows=rows,
                        n_groups=None if labels is None else len(np.unique(labels)))

@@ -208,7 +208,8 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
 
     ``options`` (``FitOptions``) say how: the Huber δ, the resampling (``Resampling``: how many refits, seed,
     level) and, for Chinchilla's solver, its settings; a keyword given here (``delta``, ``n_boot``, ``seed``,
-    ``level``) overrides its field. ``objective``: "huber" (δ on the residuals in ``law.space``) or "squares";
+    ``level``) overrides its field; ``fixed`` (parameters held at a value) defaults to ``options.fixed``.
+    ``objective``: "huber" (δ on the residuals in ``law.space``) or "squares";
     None takes the law's default. The bootstrap resamples rows, or whole groups when ``groups`` (one label per
     row, named ``unit``) is given. ``names``: the column each role was read from, for messages.
     """
@@ -218,7 +219,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     n_boot, seed, level = (rs.n if n_boot is None else n_boot, rs.seed if seed is None else seed,
                            rs.level if level is None else level)
     unit = unit or rs.by or "groups"
-    fixed = check_fixed(law, fixed, ranges=law.fitter is None)
+    fixed = check_fixed(law, dict(opts.fixed) if fixed is None else fixed, ranges=law.fitter is None)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
         raise UserError(f"objective {kind!r}: expected huber or squares")
