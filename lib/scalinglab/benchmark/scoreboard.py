@@ -58,9 +58,10 @@ def _fit_loss(law: str, estimator: str, t: pd.DataFrame, n_boot: int = 0,
     fitted to the rows ``t``; ``n_boot``: Approach 3's row bootstrap."""
     n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
     if estimator == "approach3":
-        from scalinglab.fitting.approach3 import fit_arrays
+        from scalinglab.fitting.approach3 import CHINCHILLA
+        from scalinglab.fitting.laws.base import fit_law
 
-        res = fit_arrays(n, d, y, n_boot=n_boot, seed=seed)
+        res = fit_law(CHINCHILLA, {"n": n, "d": d}, y, n_boot=n_boot, seed=seed)
         return (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, res.status, res
     if estimator == "varpro":
         from scalinglab.fitting.varpro import fit_varpro

@@ -59,6 +59,7 @@ def _run(args) -> int:
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.design import check_proposal, design
+    from scalinglab.fitting.laws.base import fit_law
     from scalinglab.serialization import dumps
 
     check_resampling(args)
@@ -76,8 +77,8 @@ def _run(args) -> int:
     N, D, L, _ = read_runs(args.csv or args.dataset, args, dataset=not args.csv)
     progress = sys.stderr.isatty()
     try:
-        res = F.fit_arrays(N, D, L, F.FitOptions(delta=check_delta(args.delta)), n_boot=args.bootstrap,
-                           seed=args.seed, progress=progress)
+        res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, F.FitOptions(delta=check_delta(args.delta)),
+                      n_boot=args.bootstrap, seed=args.seed, progress=progress)
     except UserError as exc:
         raise UserError(f"{args.csv or args.dataset}: {exc}") from None
     out = design(res, N, D, L, target=args.target, budget_left=args.budget_left, k=args.k, proposal=proposal,

@@ -97,13 +97,14 @@ def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int 
 def approach3_exponent(points: list[dict], losses=None) -> float | None:
     """a = β/(α+β) of the Chinchilla law fitted (Approach 3, Huber) to the points; None when they cannot
     identify it."""
-    from scalinglab.fitting.approach3 import fit_arrays
+    from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.laws.base import fit_law
 
     N = np.array([p["n"] for p in points], float)
     D = np.array([p["d"] for p in points], float)
     L = np.array([p["loss"] for p in points], float) if losses is None else np.asarray(losses, float)
     try:
-        r = fit_arrays(N, D, L)
+        r = fit_law(CHINCHILLA, {"n": N, "d": D}, L)
     except UserError:
         return None
     a = float(r.a)

@@ -448,17 +448,6 @@ def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: 
     return N[keep], D[keep], L[keep], (n_col, d_name, loss_col)
 
 
-def fit(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *, c_col: str | None = None,
-        options: FitOptions | None = None, drop_highest: int = 0, n_boot: int = 0, seed: int = 0,
-        level: float = 0.95, progress: bool = False) -> LawFit:
-    """Fit a table of runs (DataFrame or dict of columns). Give D (``d_col``) or compute (``c_col``).
-
-    ``drop_highest`` removes the K highest-loss rows first (Epoch drops 5 of 245).
-    """
-    N, D, L, names = runs_from_table(table, n_col, d_col, loss_col, c_col=c_col, drop_highest=drop_highest)
-    return fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress)
-
-
 def keep_below_highest(L, k: int) -> np.ndarray:
     """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
     L = np.asarray(L, float)

@@ -32,6 +32,7 @@ from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
@@ -123,7 +124,8 @@ def compare(a, b, *, labels=("a", "b"), budgets=(), n_boot: int = 1000, seed: in
     fits = []
     for (N, D, L), label, k in zip(((Na, Da, La), (Nb, Db, Lb)), labels, kw):
         try:
-            fits.append(F.fit_arrays(N, D, L, options, n_boot=n_boot, level=level, progress=progress, **k))
+            fits.append(fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options, n_boot=n_boot, level=level,
+                                progress=progress, **k))
         except UserError as exc:
             raise UserError(f"{label}: {exc}") from None
     fa, fb = fits

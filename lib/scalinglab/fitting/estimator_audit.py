@@ -121,11 +121,12 @@ def _approach2(table, method: str, n_boot: int, seed: int, noise=None) -> tuple[
 
 def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
     from scalinglab.errors import UserError
-    from scalinglab.fitting.approach3 import fit_arrays
+    from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.laws.base import fit_law
     from scalinglab.fitting.options import FitOptions
 
     try:
-        res = fit_arrays(N, D, L, FitOptions(solver="grid"), n_boot=n_boot, seed=seed)
+        res = fit_law(CHINCHILLA, {"n": N, "d": D}, L, FitOptions(solver="grid"), n_boot=n_boot, seed=seed)
     except UserError:
         return (np.nan, np.nan, np.nan)
     if res.status != "converged":

@@ -137,9 +137,12 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     kept = F.keep_below_highest(L, drop_highest)
     train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
     labels = None if groups is None else group_labels(table, groups)
-    res = F.fit_arrays(N, D, L, options, n_boot=n_boot, seed=seed, level=level, names=names, progress=progress,
-                       groups=None if labels is None else labels[train_rows],
-                       unit=groups if isinstance(groups, str) else "groups")
+    from scalinglab.fitting.laws.base import fit_law
+
+    res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options, n_boot=n_boot, seed=seed, level=level,
+                  names=dict(zip(("n", "d", "y"), names)), progress=progress,
+                  groups=None if labels is None else labels[train_rows],
+                  unit=groups if isinstance(groups, str) else "groups")
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
                                           n_groups=len(np.unique(labels[train_rows])))

@@ -42,6 +42,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
+from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
@@ -164,8 +165,8 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
             for name, opts in variants.items():
                 rec: dict[str, Any] = {"size": size, "draw": i, "variant": name}
                 try:
-                    res = F.fit_arrays(N[rows], D[rows], L[rows], opts, n_boot=boot, seed=boot_seed,
-                                       level=boot_level)
+                    res = fit_law(F.CHINCHILLA, {"n": N[rows], "d": D[rows]}, L[rows], opts, n_boot=boot,
+                                  seed=boot_seed, level=boot_level)
                 except UserError as exc:
                     records.append({**rec, "status": "refused", "reason": str(exc)})
                     continue

@@ -214,9 +214,10 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
     simulated one held the same way.
     """
     from scalinglab.fitting import approach3 as fit
+    from scalinglab.fitting.laws import Columns, fit_table
 
-    common_args = dict(d_col=d_col, loss_col=loss_col, n_boot=n_boot, seed=seed, level=level)
-    total = fit.fit(table, n_col=n_total, **common_args)
+    common_args = dict(n_boot=n_boot, seed=seed, level=level)
+    total = fit_table(fit.CHINCHILLA, table, Columns(n=n_total, d=d_col, loss=loss_col), **common_args)
     if kaplan_e is None:
         held, options = None, None
     else:
@@ -224,7 +225,8 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
             raise UserError(f"kaplan_e must be 'total', a number or None, not {kaplan_e!r}")
         held = _fixed_e(total.E if kaplan_e == "total" else kaplan_e)
         options = fit.FitOptions(fixed={"E": held})
-    fits = [total, fit.fit(table, n_col=n_kaplan, options=options, **common_args)]
+    fits = [total, fit_table(fit.CHINCHILLA, table, Columns(n=n_kaplan, d=d_col, loss=loss_col), None, options,
+                             **common_args)]
     nan2 = (np.nan, np.nan)
     cis, draws, samples = [], [], []
     for f in fits:
@@ -253,11 +255,12 @@ def e_profile(table: pd.DataFrame, n_col: str, values=(0.0, 0.5, 1.0, 1.5), d_co
     without pinning E.
     """
     from scalinglab.fitting import approach3 as fit
+    from scalinglab.fitting.laws import Columns, fit_table
 
     rows = []
     for v in (*values, None):
         options = None if v is None else fit.FitOptions(fixed={"E": _fixed_e(v)})
-        f = fit.fit(table, n_col=n_col, d_col=d_col, loss_col=loss_col, options=options)
+        f = fit_table(fit.CHINCHILLA, table, Columns(n=n_col, d=d_col, loss=loss_col), None, options)
         rows.append(dict(E=float(v) if v is not None else f.E, held=v is not None, a=f.a, alpha=f.alpha,
                          beta=f.beta, objective=f.objective, status=f.status))
     out = pd.DataFrame(rows)
