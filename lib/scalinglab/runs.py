@@ -46,20 +46,9 @@ class Runs:
 
     @cached_property
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
-        from scalinglab.fitting.conditions import any_of, no_rows, where
+        from scalinglab.fitting.holdout import split_rows
 
-        keep = where(self.table, list(self.where))
-        if not keep.any():
-            raise UserError(no_rows(self.where, len(keep)))
-        if not self.holdout:
-            return np.flatnonzero(keep), np.array([], int)
-        out = any_of(self.table, list(self.holdout)) & keep
-        what = " or ".join(map(repr, self.holdout))
-        if not out.any():
-            raise UserError(f"{what} holds out none of the {int(keep.sum())} selected rows")
-        if out.sum() == keep.sum():
-            raise UserError(f"{what} holds out all {int(keep.sum())} selected rows, leaving none to fit")
-        return np.flatnonzero(keep & ~out), np.flatnonzero(out)
+        return split_rows(self.table, list(self.where), list(self.holdout))
 
     @property
     def rows(self) -> np.ndarray:

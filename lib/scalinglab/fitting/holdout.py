@@ -37,6 +37,7 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     _n_rows,
     _number,
     any_of,
+    no_rows,
     parse_condition,
     where,
 )
@@ -121,18 +122,8 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     then resamples whole groups of training rows (``fit.bootstrap`` with
     ``groups``, a cluster bootstrap) instead of rows, so its intervals count models, not rows.
     """
-    n = _n_rows(table)
-    keep, out = rows_mask(table, select), rows_mask(table, held_out, match="any")
     texts = tuple(str(c) for c in _conditions(held_out)) if not is_mask(held_out) else ()
-    what = " or ".join(map(repr, texts)) or "the hold-out mask"
-    if not keep.any():
-        chosen = "the selection mask" if is_mask(select) else " and ".join(repr(str(c)) for c in _conditions(select))
-        raise UserError(f"{chosen} matches none of the {n} rows")
-    test_rows, train_rows = np.flatnonzero(keep & out), np.flatnonzero(keep & ~out)
-    if not test_rows.size:
-        raise UserError(f"{what} holds out none of the {keep.sum()} selected rows")
-    if not train_rows.size:
-        raise UserError(f"{what} holds out all {keep.sum()} selected rows, leaving none to fit")
+    train_rows, test_rows = split_rows(table, select, held_out)
     N, D, L, names = runs_at(table, train_rows, n_col, d_col, loss_col, c_col=c_col)
     kept = F.keep_below_highest(L, drop_highest)
     train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
@@ -228,6 +219,25 @@ def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
     if rows is None:
         return np.ones(n, bool)
     return any_of(table, rows) if match == "any" else where(table, rows)
+
+
+def split_rows(table, select, held_out=None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows to fit, rows held out) as table indices: ``select`` (a mask or conditions, all met) chooses the rows,
+    and of those the ones ``held_out`` matches (a mask or conditions, any of them) are held out. A selection that
+    matches nothing, or a hold-out that takes none of the chosen rows or all of them, is a one-line UserError."""
+    keep = rows_mask(table, select)
+    if not keep.any():
+        raise UserError(f"the selection mask matches none of the {keep.size} rows" if is_mask(select)
+                        else no_rows([str(c) for c in _conditions(select)], keep.size))
+    if held_out is None or (not is_mask(held_out) and not _conditions(held_out)):
+        return np.flatnonzero(keep), np.array([], int)
+    out = rows_mask(table, held_out, match="any") & keep
+    what = "the hold-out mask" if is_mask(held_out) else " or ".join(repr(str(c)) for c in _conditions(held_out))
+    if not out.any():
+        raise UserError(f"{what} holds out none of the {keep.sum()} selected rows")
+    if out.sum() == keep.sum():
+        raise UserError(f"{what} holds out all {keep.sum()} selected rows, leaving none to fit")
+    return np.flatnonzero(keep & ~out), np.flatnonzero(out)
 
 
 def restrict(res: HoldoutResult, target) -> HoldoutResult:
