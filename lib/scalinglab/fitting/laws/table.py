@@ -15,6 +15,7 @@ import numpy as np
 
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.conditions import _number
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
@@ -62,13 +63,6 @@ class Columns:
         return self.loss if law.target == "loss" else self.y
 
 
-def _number(cell) -> float:
-    try:
-        return float(cell)
-    except (TypeError, ValueError):
-        return 0.0   # a non-number is not counted among the missing values
-
-
 def _values(table, col: str | None, rows: np.ndarray, what: str, positive: bool) -> np.ndarray:
     if col is None:
         raise UserError(f"no column given for {what}")
@@ -82,7 +76,8 @@ def _values(table, col: str | None, rows: np.ndarray, what: str, positive: bool)
         except (TypeError, ValueError):
             raise RowError(f"column {col!r} holds a non-number at {{row}}: {cells[i]!r}", i) from None
         if not np.isfinite(v):
-            n_bad = sum(not np.isfinite(_number(cells[j])) for j in rows)
+            # a non-number (None here) is reported as such, not counted among the missing values
+            n_bad = sum(x is not None and not np.isfinite(x) for x in (_number(cells[j]) for j in rows))
             raise RowError(f"column {col!r} has {n_bad} missing or non-finite value(s) (first at {{row}})", i)
         if positive and v <= 0:
             raise RowError(f"column {col!r} must be positive; {{row}} is {v:g}", i)
