@@ -218,6 +218,9 @@ def mixture_task() -> MultiTask:
 def r2_multi(y_test, pred, y_train) -> tuple[float, float]:
     """SLDBench's R² of a multi-output prediction: ``r2_scores`` per output column, averaged (1 − mean NMSE)."""
     y_test, pred, y_train = (np.asarray(a, float).reshape(len(a), -1) for a in (y_test, pred, y_train))
+    if pred.shape != y_test.shape or y_train.shape[1] != y_test.shape[1]:
+        raise UserError(f"R²: predictions {pred.shape}, test targets {y_test.shape} and training targets "
+                        f"{y_train.shape} do not match")
     scores = np.array([r2_scores(y_test[:, k], pred[:, k], y_train[:, k]) for k in range(y_test.shape[1])])
     return float(scores[:, 0].mean()), float(scores[:, 1].mean())
 
