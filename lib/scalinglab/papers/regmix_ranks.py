@@ -76,7 +76,7 @@ def spearman_interval(a, b, *, n_boot: int = 2000, seed: int = 0, level: float =
     idx = resamples(a.size, n_boot, seed) if idx is None else idx
     rho = spearman(a, b)
     lo, hi = bias_corrected(boot_spearman(a, b, idx), rho, level)
-    return {"rho": rho, "lo": lo, "hi": hi, "level": level, "unit": "test mixtures (bootstrap)",
+    return {"rho": rho, "lo": lo, "hi": hi, "level": level, "unit": "test mixtures (bias-corrected bootstrap)",
             "n": int(a.size)}
 
 
