@@ -3,10 +3,14 @@ truth is known, and the same procedure with each point as its own unit (the naiv
 
 import numpy as np
 import pytest
-
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import (UnitCalibration, calibrate, coverage, out_of_unit_residuals,
-                                            variance_components)
+from scalinglab.fitting.calibration import (
+    UnitCalibration,
+    calibrate,
+    coverage,
+    out_of_unit_residuals,
+    variance_components,
+)
 
 
 def _design(rng, k, m, sigma_unit, sigma_point):

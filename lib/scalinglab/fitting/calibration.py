@@ -185,7 +185,7 @@ class UnitCalibration:
     per_unit_mean: dict = field(default_factory=dict)
 
     @classmethod
-    def from_residuals(cls, res: UnitResiduals, level: float = 0.95) -> "UnitCalibration":
+    def from_residuals(cls, res: UnitResiduals, level: float = 0.95) -> UnitCalibration:
         if not 0 < level < 1:
             raise UserError(f"calibration level {level!r} must lie strictly between 0 and 1")
         mu, s_u2, s_e2, k = variance_components(res.resid, res.unit)
