@@ -127,6 +127,9 @@ def test_the_published_spearman_is_reproduced(mirror):
     assert set(d) == {"profile", "level", "targets", "pick", "max_reproduction_gap", "interval_unit"}
     assert 1 <= d["pick"]["rank_60m"] <= 256
     assert isinstance(res.table(), pd.DataFrame) and "pile_cc" in res.summary()
+    h = res.headline()
+    assert set(h["per_domain"]) == {"pile_cc", "ubuntu_irc"} and h["max_reproduction_gap"] < 0.01
+    assert h["pile_cc_transfer"]["lo"] < h["pile_cc_transfer"]["rho_60m"] < h["pile_cc_transfer"]["hi"]
     fig = regmix.plot_rank_agreement(res)
     assert len(fig.axes) == 2
 

@@ -145,5 +145,8 @@ def test_score_tasks_smoke(mirror):
     assert s["lr_bsz"]["best_discovered_r2"] == 0.983
     assert s["lr_bsz"]["what_if_test_d_1e11"]["test_d"] == 1e11
     assert "chosen law" in T.summary(s)
+    h = T.headline(s)
+    assert h["domain_mixture"]["human_r2"] == 0.671 and h["lr_bsz"]["chosen"] == s["lr_bsz"]["chosen"]
+    assert set(h["domain_mixture"]["test_r2_by_law"]) == set(s["domain_mixture"]["validation_r2"])
     with pytest.raises(UserError, match="profile 'x'"):
         T.score_tasks("x")

@@ -326,6 +326,21 @@ def score_tasks(profile: str = "full") -> dict[str, Any]:
                         "normalisers": {"r2": "1 - MSE/Var(y_test)", "r2_v0": "1 - MSE/Var(y_test and y_train)"}})
 
 
+def headline(scores: dict[str, Any]) -> dict[str, Any]:
+    """What a notebook's summary.json keeps of ``score_tasks``: per task the chosen law, its R² under both
+    normalisers beside the baselines, every candidate's validation and test R²; lr_bsz's D sensitivity."""
+    out = {}
+    for t in ("lr_bsz", "domain_mixture"):
+        s = scores[t]
+        out[t] = {"chosen": s["chosen"], "r2": s["r2"], "r2_v0": s["r2_v0"], "human_r2": s["baseline_r2"],
+                  "best_discovered_r2": s["best_discovered_r2"], "validation_r2": s["validation_r2"],
+                  "test_r2_by_law": {r["law"]: r["r2"] for r in s["rows"]}, "validation": s["validation"]}
+    w = scores["lr_bsz"].get("what_if_test_d_1e11")
+    if w:
+        out["lr_bsz"]["what_if_test_d_1e11"] = {"r2": w["r2"], "r2_v0": w["r2_v0"]}
+    return to_jsonable(out)
+
+
 def summary(scores: dict[str, Any]) -> str:
     """The two tasks as lines: chosen law, R² (both normalisers), baseline, and the candidates' validation R²."""
     lines = [f"{'task':<16}{'chosen law':<24}{'R2':>8}{'R2 (v0)':>9}{'human':>8}{'best found':>11}"]

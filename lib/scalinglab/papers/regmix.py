@@ -221,6 +221,27 @@ class RegmixResult:
         """Largest |ours (the notebook's way) − published|, in points of ρ × 100, over the domains scored."""
         return max(abs(s["lightgbm_minus_published"]) * 100 for s in self.targets.values())
 
+    def headline(self) -> dict[str, Any]:
+        """What a notebook's summary.json keeps: per domain ρ × 100 (published, ours the notebook's way, ours with
+        CV rounds at 1M and 60M with the 60M interval, linear, the ceiling), the largest gaps to the published,
+        Pile-CC's transfer and the best pick."""
+        per = {}
+        for d, row in self.table().round(2).iterrows():
+            ci = self.targets[d]["lightgbm"]["rho_60m"]
+            per[d] = {"published": row["published"], "ours_notebook_way": row["lgbm_published_way"],
+                      "ours_cv": row["lgbm_cv"], "ours_cv_60m": row["lgbm_cv_60m"],
+                      "cv_60m_lo": round(100 * ci["lo"], 2), "cv_60m_hi": round(100 * ci["hi"], 2),
+                      "linear": row["linear"], "linear_60m": row["linear_60m"], "ceiling_1m_60m": row["ceiling_1m_60m"]}
+        out: dict[str, Any] = {
+            "per_domain": per, "max_reproduction_gap": round(self.max_reproduction_gap(), 2),
+            "max_cv_gap": round(max(abs(v["ours_cv"] - v["published"]) for v in per.values()), 2),
+            "interval_unit": "test mixtures (bias-corrected bootstrap; regression held fixed)", "pick": self.pick}
+        if TARGET in self.targets:
+            a, b = self.targets[TARGET]["lightgbm"]["rho_60m"], self.targets[TARGET]["lightgbm"]["drop"]
+            out["pile_cc_transfer"] = {"rho_60m": a["rho"] * 100, "lo": a["lo"] * 100, "hi": a["hi"] * 100,
+                                       "drop": b["diff"] * 100, "drop_lo": b["lo"] * 100, "drop_hi": b["hi"] * 100}
+        return to_jsonable(out)
+
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"profile": self.profile, "level": self.level, "targets": self.targets,
                             "pick": self.pick, "max_reproduction_gap": self.max_reproduction_gap(),
