@@ -63,3 +63,11 @@ def test_columns_by_role_and_selection(runs_csv):
     assert by_c.params == pytest.approx(by_d.params, rel=1e-6)
     small = sl.fit(table, n="params", d="tokens", where=["params<1e9"])
     assert small.n_rows == int((table["params"] < 1e9).sum())
+
+
+def test_dir_lists_what_all_promises():
+    import scalinglab as sl
+
+    assert dir(sl) == sorted(sl.__all__)
+    for name in sl.__all__:
+        assert getattr(sl, name) is not None

@@ -131,3 +131,17 @@ def test_reproduce_normalizes_what_papermill_wrote(tmp_path, monkeypatch):
     reproduce.run_notebooks("smoke", tmp_path / "results", notebooks=[nb], progress=False)
     written = (tmp_path / "results" / "09_demo" / "09_demo.ipynb").read_text()
     assert written == nf.dumps(nf.normalize(papermill_output())) and "/tmp/" not in written
+
+
+def _param_cell(tag: str, source: str) -> dict:
+    return {"cell_type": "code", "metadata": {"tags": [tag]}, "source": source, "outputs": [],
+            "execution_count": None}
+
+
+def test_papermills_injected_copy_of_the_defaults_is_dropped_and_other_values_kept():
+    same = {"cells": [_param_cell("parameters", 'profile = "full"\n'),
+                      _param_cell("injected-parameters", '# Parameters\nprofile = "full"\n')], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    assert [c["metadata"]["tags"] for c in nf.normalize(same)["cells"]] == [["parameters"]]
+    other = {"cells": [_param_cell("parameters", 'profile = "full"\n'),
+                       _param_cell("injected-parameters", '# Parameters\nprofile = "smoke"\n')], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    assert len(nf.normalize(other)["cells"]) == 2

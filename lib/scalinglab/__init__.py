@@ -77,3 +77,8 @@ def __getattr__(name: str):
 
         return getattr(options, name)
     raise AttributeError(f"module 'scalinglab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # What the front door promises, not its import machinery (importlib, annotations).
+    return sorted(__all__)

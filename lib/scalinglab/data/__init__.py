@@ -1,7 +1,7 @@
 """The data registry: every dataset the workbook reads, named and pinned.
 
 Each dataset has a name, the public URL it comes from, its sha256, a licence
-note and a column schema (``lib/scalinglab/registry/*.toml``, one file per
+note and a column schema (``lib/scalinglab/data/registry/*.toml``, one file per
 study). A file is found, in order:
 
 0. for data this project made and commits (``repo = true``), in the checkout's

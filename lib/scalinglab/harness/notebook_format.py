@@ -18,7 +18,8 @@ It keeps everything else: ``nbformat_minor``, cell ids (it adds none to a 4.4 no
 
 ``normalize`` does the same and also strips what papermill records about the run: the notebook's ``papermill``
 block (input and output paths, which may be a temporary folder, times, duration, environment) and each cell's
-``papermill`` and ``execution`` metadata (times and durations). A 4.5 notebook's cell without an id gets one
+``papermill`` and ``execution`` metadata (times and durations), and papermill's ``injected-parameters`` cell when it
+only repeats the ``parameters`` cell's values (a run with other values keeps it: the outputs are that run's). A 4.5 notebook's cell without an id gets one
 derived from its position and source (the server would otherwise invent a random one on every open).
 """
 
@@ -81,9 +82,33 @@ def _cell_id(index: int, cell: dict) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
+def _assignments(cell: dict) -> dict | None:
+    """A parameters cell's simple assignments (name -> literal), or None when it holds anything else."""
+    import ast
+
+    source = cell.get("source", "")
+    try:
+        tree = ast.parse("".join(source) if isinstance(source, list) else source)
+        return {t.id: ast.literal_eval(node.value) for node in tree.body for t in node.targets}
+    except (SyntaxError, ValueError, AttributeError):
+        return None
+
+
+def _drop_repeated_injection(cells: list) -> list:
+    tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
+    params = [c for c, t in zip(cells, tags) if "parameters" in t]
+    if len(params) != 1:
+        return cells
+    defaults = _assignments(params[0])
+    return [c for c, t in zip(cells, tags)
+            if not ("injected-parameters" in t and defaults is not None and _assignments(c) == defaults)]
+
+
 def normalize(nb: dict) -> dict:
     """The notebook as JupyterLab would save it, less papermill's record of the run (a new dict)."""
     nb = _js_numbers(nb)
+    if "cells" in nb:
+        nb["cells"] = _drop_repeated_injection(nb["cells"])
     meta = nb.setdefault("metadata", {})
     for key in (*RUN_METADATA, "orig_nbformat", "orig_nbformat_minor", "signature"):
         meta.pop(key, None)
