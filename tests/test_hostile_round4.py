@@ -4,13 +4,11 @@ distance, or a right answer."""
 
 import math
 
-import numpy as np
 import pytest
 from conftest import refused
 from scalinglab.cli import main
 from scalinglab.fitting import saved
 from test_saved_fit import _rewrite, simulate
-
 
 # --- a saved exact fit loads on any BLAS kernel ---------------------------------------------------------------
 
@@ -48,3 +46,175 @@ def test_an_exact_fit_loads_when_its_objective_is_recomputed_by_another_kernel(t
     bad = tmp_path / "edited.slfit"
     _rewrite(out, bad, lambda o: o["law"].update(E=o["law"]["E"] * (1 + 1e-6)))
     refused(capsys, ["allocate", bad, "--compute", "1e12"], str(bad), "is not what its law gives")
+
+
+# --- every writing flag of every command: nothing destroyed ---------------------------------------------------
+
+def _writing_flags():
+    """(command, dest, flag, argv without the flag) for every writing flag of every command: each required
+    argument filled in with a small file (or its first choice), so the command would start."""
+    import argparse
+
+    from scalinglab.cli import OUTPUT_FLAGS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    out = []
+    for name, parser in sub.choices.items():
+        argv = [name]
+        for a in parser._actions:
+            if not a.required and not (not a.option_strings and a.nargs in (None, "?", "+")):
+                continue
+            if a.dest == "help":
+                continue
+            value = str(list(a.choices)[0]) if a.choices else "{input}"
+            if a.option_strings:
+                argv += [a.option_strings[0], value]
+            else:
+                argv += [value]
+        for a in parser._actions:
+            if a.dest in OUTPUT_FLAGS:
+                out.append((name, a.dest, a.option_strings[0], argv))
+    return out
+
+
+WRITING = _writing_flags()
+
+
+def test_every_flag_that_names_a_path_is_known_as_an_input_or_an_output():
+    """A new flag that writes a file must be in OUTPUT_FLAGS, or the checks below never see it."""
+    import argparse
+
+    from scalinglab.cli import INPUT_ARGS, OUTPUT_FLAGS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    unknown = []
+    for name, parser in sub.choices.items():
+        for a in parser._actions:
+            words = f"{a.metavar or ''} {a.help or ''}".lower()
+            pathlike = a.metavar in ("FILE", "PNG", "PATH", "FOLDER", "CSV") or " write" in f" {words}"
+            if pathlike and a.dest not in OUTPUT_FLAGS and a.dest not in INPUT_ARGS and a.dest != "dir":
+                unknown.append(f"{name} {a.dest}")
+    assert not unknown
+    assert {(c, d) for c, d, _, _ in WRITING} >= {("fit", "save"), ("fit", "plot"), ("predict", "out"),
+                                                  ("chain", "plot"), ("fit-curve", "save"), ("fit-curve", "plot"),
+                                                  ("predict-curve", "plot"), ("scoreboard", "plot"),
+                                                  ("sweep", "export")}
+
+
+def _inputs(tmp_path):
+    inp = tmp_path / "in.csv"
+    inp.write_text("N,D,loss\n1e8,1e9,3.0\n")
+    return inp
+
+
+@pytest.mark.parametrize("command, dest, flag, argv", WRITING, ids=[f"{c} {f}" for c, _, f, _ in WRITING])
+def test_no_writing_flag_replaces_a_fifo_or_a_socket(tmp_path, capsys, command, dest, flag, argv):
+    """A rename over a FIFO (or, as root, over /dev/null) replaced the node with a regular file and said
+    "saved". Only FIFOs and sockets made here are used: never a real device node."""
+    import os
+    import socket
+    import stat
+
+    inp = _inputs(tmp_path)
+    args = [a.replace("{input}", str(inp)) for a in argv]
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    refused(capsys, [*args, flag, fifo], flag, "a FIFO (named pipe)")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    sock_path = tmp_path / "out.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(sock_path))
+        refused(capsys, [*args, flag, sock_path], flag, "a socket")
+        assert stat.S_ISSOCK(os.stat(sock_path).st_mode)
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("command, dest, flag, argv", WRITING, ids=[f"{c} {f}" for c, _, f, _ in WRITING])
+def test_no_writing_flag_writes_onto_an_input_or_an_empty_path(tmp_path, capsys, command, dest, flag, argv):
+    """`chain --plot` overwrote its evaluations (or --targets) with PNG data, `predict-curve --plot` its schedule
+    or its fit; `fit --save ''` saved nothing and said nothing. Each input, also through a symbolic link and a
+    hard link, is refused as an output."""
+    import os
+
+    inp = _inputs(tmp_path)
+    before = inp.read_bytes()
+    args = [a.replace("{input}", str(inp)) for a in argv]
+    refused(capsys, [*args, flag, ""], flag, "an empty path")
+    if "{input}" not in " ".join(argv):
+        return
+    (tmp_path / "link.csv").symlink_to(inp)
+    os.link(inp, tmp_path / "hard.csv")
+    for target in (inp, tmp_path / "link.csv", tmp_path / "hard.csv"):
+        message = "not a folder" if flag == "--export" else "is the input file"
+        refused(capsys, [*args, flag, target], flag, message)
+    assert inp.read_bytes() == before
+
+
+def test_the_writer_itself_refuses_a_fifo_for_callers_outside_the_cli(tmp_path):
+    """atomic_write is the one writer under every flag; a library caller that skipped the CLI's check still
+    cannot replace a FIFO (a mocked device would take the same path: the refusal is by stat's mode)."""
+    import os
+
+    from scalinglab.errors import UserError
+    from scalinglab.files import atomic_write
+
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="is a FIFO"), atomic_write(fifo, "--save") as tmp:
+        tmp.write_text("x")
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_a_mocked_character_device_is_refused_as_an_output(tmp_path, monkeypatch, capsys):
+    """/dev/null and /dev/full were replaced by regular files (as root). The stat is mocked: no real device
+    node is touched."""
+    import os
+    import stat
+
+    from scalinglab import files
+
+    target = tmp_path / "null"
+    real = os.stat
+
+    def fake(path, *a, **k):
+        if os.fspath(path) == str(target):
+            return os.stat_result((stat.S_IFCHR | 0o666, 0, 0, 1, 0, 0, 0, 0, 0, 0))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(files.os, "stat", fake)
+    inp = _inputs(tmp_path)
+    refused(capsys, ["fit", inp, "--save", target], "--save", "a character device")
+    monkeypatch.undo()   # os.stat is os.stat everywhere: the check below must see the real file system
+    assert not target.exists()
+
+
+# --- refusals before side effects -----------------------------------------------------------------------------
+
+def test_a_sweep_refused_for_another_sweeps_database_leaves_it_untouched(tmp_path, capsys):
+    """`sweep --preset kaplan --profile smoke --db copy_of_hoffmann.db` refused, but had already added columns
+    to `runs` and `curves`."""
+    import json
+    import sqlite3
+
+    db = tmp_path / "hoffmann.db"
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE sweep (key TEXT PRIMARY KEY, value TEXT);"
+                      "CREATE TABLE runs (run_id TEXT PRIMARY KEY, status TEXT);")
+    con.executemany("INSERT INTO sweep VALUES (?, ?)", [("preset", json.dumps("hoffmann")),
+                                                        ("profile", json.dumps("cpu"))])
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    refused(capsys, ["sweep", "--preset", "kaplan", "--profile", "smoke", "--db", db], "holds the hoffmann/cpu sweep")
+    assert db.read_bytes() == before
+
+
+def test_sweep_export_onto_a_file_is_refused_before_training(tmp_path, capsys):
+    """It was refused only after the whole sweep had trained (53 s and 2 GB)."""
+    db, export = tmp_path / "new.db", tmp_path / "models.txt"
+    export.write_text("mine\n")
+    refused(capsys, ["sweep", "--preset", "kaplan", "--profile", "smoke", "--db", db, "--export", export],
+            "--export", "not a folder")
+    assert not db.exists() and export.read_text() == "mine\n"

@@ -55,6 +55,30 @@ COUNTS = {
 }
 
 
+# Every flag that writes, by its argparse name, and every argument that names a file read. Before any command
+# starts, each output is checked (files.check_outputs): not empty, not an existing FIFO, device, socket or
+# folder (a rename would replace it), and not the same file as any input, through links. A new writing flag
+# is named here or tests/test_hostile_round4.py fails.
+OUTPUT_FLAGS = {"save": "--save", "out": "--out", "plot": "--plot", "export": "--export"}
+FOLDER_OUTPUTS = ("--export",)
+INPUT_ARGS = ("csv", "fit", "predict", "proposal", "targets", "schedule", "db", "model")
+
+
+def check_files(args: argparse.Namespace) -> None:
+    """Every output flag given can be written without destroying a file or an input; a one-line UserError."""
+    from scalinglab.files import check_outputs
+
+    outputs = {flag: getattr(args, dest) for dest, flag in OUTPUT_FLAGS.items()
+               if getattr(args, dest, None) is not None}
+    if not outputs:
+        return
+    inputs = []
+    for dest in INPUT_ARGS:
+        value = getattr(args, dest, None)
+        inputs += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    check_outputs(outputs, inputs, folders=FOLDER_OUTPUTS)
+
+
 def check_counts(args: argparse.Namespace) -> None:
     """Each count flag given within its bounds (COUNTS), or a one-line UserError naming the flag and value."""
     from scalinglab.files import check_count
@@ -102,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         check_counts(args)
+        check_files(args)
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"scalinglab {args.command}: error: {exc}", file=sys.stderr)

@@ -301,7 +301,8 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
                 raise ValueError("a bootstrap replicate lies outside the fit's bounds")
     theta = to_theta(params)
     f = objective(theta, np.log(N), np.log(D), np.log(L), o.delta, block=o.block)
-    if not (math.isfinite(result.objective) and abs(f - result.objective) <= objective_tolerance(result.objective, len(L))):
+    tol = objective_tolerance(result.objective, len(L))
+    if not (math.isfinite(result.objective) and abs(f - result.objective) <= tol):
         raise ValueError(f"its objective {result.objective:.6g} is not what its law gives on its runs ({f:.6g}); "
                          "the law or the runs were edited")
     flags = _bound_flags(theta, o)
