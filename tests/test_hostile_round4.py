@@ -4,6 +4,7 @@ distance, or a right answer."""
 
 import math
 
+import numpy as np
 import pytest
 from conftest import refused
 from scalinglab.cli import main
@@ -218,3 +219,142 @@ def test_sweep_export_onto_a_file_is_refused_before_training(tmp_path, capsys):
     refused(capsys, ["sweep", "--preset", "kaplan", "--profile", "smoke", "--db", db, "--export", export],
             "--export", "not a folder")
     assert not db.exists() and export.read_text() == "mine\n"
+
+
+# --- nothing read whole, nothing allocated past a cap ---------------------------------------------------------
+
+READERS = [
+    ["fit", "{big}"], ["predict", "{big}", "{small}"], ["allocate", "{big}", "--compute", "1e20"],
+    ["compare", "{big}", "{small}"], ["compare-laws", "{big}", "--law", "chinchilla", "--law", "kaplan"],
+    ["scoreboard", "{big}", "--holdout", "largest-budget"], ["isoflop", "{big}"], ["envelope", "{big}"],
+    ["trend", "{big}", "--x-col", "x", "--y-col", "y", "--count-col", "n"],
+    ["chain", "{big}", "--targets", "{small}", "--tasks", "a"], ["chain", "{small}", "--targets", "{big}", "--tasks", "a"],
+    ["translate", "{big}", "{small}", "--x-col", "a", "--y-col", "b", "--targets", "{small}"],
+    ["translate", "{small}", "{big}", "--x-col", "a", "--y-col", "b", "--targets", "{small}"],
+    ["fit-curve", "{big}"], ["predict-curve", "{big}", "--fit", "{small}"],
+    ["predict-curve", "constant:peak=1e-3,steps=100", "--fit", "{big}"], ["sweep-report", "--db", "{big}"],
+    ["fit", "{small}", "--predict", "{big}"], ["design", "{big}", "--target", "1e20", "--budget", "1e20"],
+]
+
+
+@pytest.mark.parametrize("argv", READERS, ids=[" ".join(a[:2]) for a in READERS])
+def test_a_file_over_the_input_cap_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch, argv):
+    """A 2 GB sparse file was read whole (4.2 GB resident) and ended in a bare MemoryError. Here the cap is
+    lowered to 1,000 bytes and the file is a sparse 5,000: the same check, without the gigabytes."""
+    import os
+
+    monkeypatch.setenv("SCALINGLAB_MAX_INPUT_BYTES", "1000")
+    big, small = tmp_path / "big.csv", tmp_path / "small.csv"
+    with open(big, "wb") as fh:
+        fh.truncate(5000)
+    small.write_text("N,D,loss\n1,2,3\n")
+    assert os.stat(big).st_blocks == 0 or os.stat(big).st_size == 5000
+    args = [a.replace("{big}", str(big)).replace("{small}", str(small)) for a in argv]
+    refused(capsys, args, str(big), "5,000 bytes, over the 1,000", "SCALINGLAB_MAX_INPUT_BYTES")
+
+
+def test_the_input_cap_defaults_to_a_gigabyte_and_a_bad_override_is_named(monkeypatch):
+    from scalinglab.errors import UserError
+    from scalinglab.files import max_input_bytes
+
+    monkeypatch.delenv("SCALINGLAB_MAX_INPUT_BYTES", raising=False)
+    assert max_input_bytes() == 1_000_000_000
+    monkeypatch.setenv("SCALINGLAB_MAX_INPUT_BYTES", "2e9")
+    assert max_input_bytes() == 2_000_000_000
+    for bad in ("lots", "0", "-5"):
+        monkeypatch.setenv("SCALINGLAB_MAX_INPUT_BYTES", bad)
+        with pytest.raises(UserError, match="SCALINGLAB_MAX_INPUT_BYTES"):
+            max_input_bytes()
+
+
+def test_every_size_cap_is_in_the_counts_table_with_its_reason():
+    from scalinglab.cli import COUNTS
+    from scalinglab.files import SIZES
+
+    for key in SIZES:
+        lo, hi, unit, why = COUNTS[key]
+        assert hi == SIZES[key][0] and len(why) > 20
+
+
+def test_varpro_profiles_the_grid_in_chunks_with_the_same_answer(monkeypatch):
+    """The whole 1,600-pair grid over 300,000 rows asked for 3.6 GiB at once; in chunks the answer is the same."""
+    from scalinglab.fitting import varpro
+
+    N, D, L = simulate(50, 4)
+    whole = varpro.search(np.log(N), np.log(D), L)
+    monkeypatch.setattr(varpro, "_DESIGN_VALUES", 3 * 50 * 7)   # 7 pairs at a time
+    chunked = varpro.search(np.log(N), np.log(D), L)
+    assert chunked[:2] == whole[:2] and np.allclose(chunked[2], whole[2], rtol=1e-12)
+
+
+def test_varpro_over_its_row_cap_is_refused(monkeypatch):
+    from scalinglab.errors import UserError
+    from scalinglab.files import SIZES
+    from scalinglab.fitting import varpro
+
+    monkeypatch.setitem(SIZES, "varpro_rows", (10, "rows", "test"))
+    N, D, L = simulate(20, 4)
+    with pytest.raises(UserError, match="--solver varpro: 20 rows, at most 10"):
+        varpro.varpro_theta(np.log(N), np.log(D), np.log(L))
+
+
+# --- predict-curve and fit-curve: schedules that cannot be ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def curve_fit(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("curve")
+    rows = ["run,step,lr,loss"]
+    for s in range(1, 2000, 20):
+        rows.append(f"a,{s},3e-4,{3 + 5 * (s * 0.3) ** -0.5:.6g}")
+    csv = folder / "curves.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    out = folder / "fit.json"
+    assert main(["fit-curve", str(csv), "--law", "baseline", "--save", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("constant:peak=3e-4,steps=1000000000", "1e+09 steps, at most 10,000,000"),   # asked for 7.45 GiB
+    ("constant:peak=3e-4,steps=99999999999999999999", "at most 10,000,000"),        # OverflowError
+    ("cosine:peak=3e-4,peak=1,steps=1000", "peak= is given twice"),
+    ("cosine:peak=0,steps=1000", "peak=0 is not a learning rate"),                 # every loss inf, exit 0
+    ("constant:peak=1e30,steps=1000", "peak=1e+30 is not a learning rate"),
+    ("wsd:peak=3e-4,steps=1000,warmup=2000", "warmup=2000 is not between 0 and the run's 1000 steps"),
+    ("cosine:peak=3e-4,steps=1000,floor=2", "floor=2 is a fraction of the peak"),
+    ("cosine:peak=nan,steps=1000", "not a finite number"),
+])
+def test_predict_curve_refuses_a_schedule_that_cannot_be(curve_fit, capsys, schedule, message):
+    refused(capsys, ["predict-curve", schedule, "--fit", curve_fit], message)
+
+
+def test_predict_curve_refuses_a_fractional_step(curve_fit, capsys):
+    """`--at 100.5` was predicted and printed as step 100."""
+    refused(capsys, ["predict-curve", "constant:peak=3e-4,steps=1000", "--fit", curve_fit, "--at", "100.5"],
+            "step 100.5 is not a whole number")
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "[" * 100_000 + "]" * 100_000, '{"format": 5}', "{}"])
+def test_predict_curve_refuses_a_fit_that_is_not_one(tmp_path, capsys, text):
+    """A JSON list gave an AttributeError, a deep nesting a RecursionError."""
+    bad = tmp_path / "fit.json"
+    bad.write_text(text)
+    refused(capsys, ["predict-curve", "constant:peak=3e-4,steps=1000", "--fit", bad], str(bad),
+            "not a curve fit saved by")
+
+
+def test_fit_curve_refuses_a_run_of_a_billion_steps(tmp_path, capsys):
+    """It asked for 174 TiB."""
+    rows = ["run,step,lr,loss"] + [f"a,{s},3e-4,{3 + s ** -0.3:.6g}" for s in
+                                   (1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 1_000_000_000)]
+    csv = tmp_path / "big.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    refused(capsys, ["fit-curve", csv], str(csv), "line 9", "1e+09 steps, at most 10,000,000")
+
+
+def test_fit_curve_on_equal_losses_prints_no_warning_and_no_minus_infinite_r2(tmp_path, capsys):
+    rows = ["run,step,lr,loss"] + [f"a,{s},3e-4,3.5" for s in range(1, 2000, 20)]
+    csv = tmp_path / "flat.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    assert main(["fit-curve", str(csv), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "RuntimeWarning" not in cap.err and "-inf" not in cap.out and "Infinity" not in cap.out

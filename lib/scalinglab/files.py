@@ -9,7 +9,11 @@ leaves the old file whole.
   every command (``scalinglab.cli.OUTPUT_FLAGS``) before the command starts.
 - ``atomic_write``: every output is written to a temporary file beside it and renamed into place, so an
   interrupted write leaves the previous file as it was.
-- ``check_count``: a count flag is refused above a cap, with the reason, rather than asking for gigabytes.
+- ``regular_file`` also refuses a file over the input cap (1 GB, ``$SCALINGLAB_MAX_INPUT_BYTES``) from its size,
+  before it is read.
+- ``check_count``: a count flag is refused above a cap, with the reason, rather than asking for gigabytes;
+  ``check_size`` does the same for an array size that a file asks for (``SIZES``: a schedule's steps, the rows
+  the variable-projection grid profiles).
 """
 
 from __future__ import annotations
@@ -27,9 +31,35 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+# The largest input any command reads (1 GB; SCALINGLAB_MAX_INPUT_BYTES overrides): a table of a million runs
+# is 100 MB, and pandas holds about twice a file's size, so a file past this is a mistake (`truncate -s 2G`
+# was read whole at 4.2 GB and ended in a bare MemoryError). Checked from stat, before the file is opened.
+MAX_INPUT_BYTES = 1_000_000_000
+MAX_INPUT_ENV = "SCALINGLAB_MAX_INPUT_BYTES"
+
+
+def max_input_bytes() -> int:
+    """The input size cap: $SCALINGLAB_MAX_INPUT_BYTES (a whole number of bytes) when set, else 1 GB."""
+    text = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not text:
+        return MAX_INPUT_BYTES
+    try:
+        value = int(float(text)) if "e" in text.lower() else int(text)
+    except (ValueError, OverflowError):
+        raise UserError(f"${MAX_INPUT_ENV}={text[:40]!r}: not a whole number of bytes") from None
+    if value < 1:
+        raise UserError(f"${MAX_INPUT_ENV}={text[:40]!r}: must be at least 1 byte")
+    return value
+
+
 def regular_file(path: str | os.PathLike, label: str | None = None) -> Path:
-    """``path`` as a Path when it names a regular file (links followed), else a one-line UserError that names
-    it and says what it is. ``label`` prefixes the message (e.g. a flag); by default the path itself."""
+    """``path`` as a Path when it names a regular file (links followed) no larger than ``max_input_bytes()``,
+    else a one-line UserError that names it and says what it is. ``label`` prefixes the message (e.g. a flag);
+    by default the path itself. Every reader of a user's file starts here."""
+    if isinstance(path, (bool, int)):   # os.stat(5) would stat file descriptor 5
+        raise UserError(f"{path!r}: not a file name; give a path")
+    if isinstance(path, str) and not path.strip():
+        raise UserError(f"{label or 'the input'}: an empty path; give a file")
     where = label or str(path)
     try:
         st = os.stat(path)
@@ -44,6 +74,10 @@ def regular_file(path: str | os.PathLike, label: str | None = None) -> Path:
             raise UserError(f"{where}: is {kind}, not a regular file; give a file")
     if not stat.S_ISREG(st.st_mode):
         raise UserError(f"{where}: not a regular file; give a file")
+    cap = max_input_bytes()
+    if st.st_size > cap:
+        raise UserError(f"{where}: {st.st_size:,} bytes, over the {cap:,} an input may hold (a table of a "
+                        f"million runs is 100 MB); ${MAX_INPUT_ENV} raises the cap")
     return Path(path)
 
 
@@ -140,6 +174,24 @@ def atomic_write(path: str | os.PathLike, label: str | None = None) -> Iterator[
 
 # Counts above this ask for more memory or time than any analysis here needs (the bootstrap's own cap).
 MAX_COUNT = 100_000
+
+
+# Sizes of arrays that follow from a value in a file rather than from a count flag: (largest, unit, why).
+# The CLI's COUNTS table lists them beside the count flags.
+SIZES = {
+    "schedule_steps": (10_000_000, "steps", "every step's rate and its running sums are held in memory; a "
+                                            "training run of 10 million steps is past any schedule studied here"),
+    "varpro_rows": (500_000, "rows", "every (alpha, beta) of the 1,600-pair grid is profiled over every row: "
+                                     "about 4 minutes on one core at the cap; the default solver takes more"),
+}
+
+
+def check_size(key: str, value: float, what: str) -> None:
+    """``value`` (the size an input asks for, e.g. a schedule's steps) within SIZES[key], else a one-line
+    UserError naming ``what`` (the file, column or schedule that asked)."""
+    hi, unit, why = SIZES[key]
+    if not value <= hi:   # NaN too
+        raise UserError(f"{what}: {value:.4g} {unit}, at most {hi:,} ({why})")
 
 
 def check_count(value: int | None, flag: str, why: str, lo: int = 0, hi: int = MAX_COUNT, unit: str = "") -> None:

@@ -15,7 +15,7 @@ import sqlite3  # 2 ms: the one-line error for a damaged database needs its exce
 import sys
 
 from scalinglab.errors import UserError
-from scalinglab.files import MAX_COUNT
+from scalinglab.files import MAX_COUNT, SIZES
 from scalinglab.version import __version__
 
 # One module per subcommand, in the order `--help` lists them.
@@ -53,6 +53,9 @@ COUNTS = {
     "workers": (1, 256, "processes", "at once"),
     "seeds": (1, 100, "seeds", "each trains every run of the sweep again"),
 }
+# Sizes that a file or a schedule asks for rather than a flag (files.SIZES, checked where they are read): listed
+# here so that every cap is in one table. check_counts skips them (no flag of that name).
+COUNTS.update({key: (1, hi, unit, why) for key, (hi, unit, why) in SIZES.items()})
 
 
 # Every flag that writes, by its argparse name, and every argument that names a file read. Before any command
@@ -65,18 +68,24 @@ INPUT_ARGS = ("csv", "fit", "predict", "proposal", "targets", "schedule", "db", 
 
 
 def check_files(args: argparse.Namespace) -> None:
-    """Every output flag given can be written without destroying a file or an input; a one-line UserError."""
-    from scalinglab.files import check_outputs
+    """Every input file named that exists is a regular file under the size cap (checked now, before any work:
+    `fit runs.csv --predict huge.csv` fitted first), and every output flag given can be written without
+    destroying a file or an input; a one-line UserError."""
+    import os
 
-    outputs = {flag: getattr(args, dest) for dest, flag in OUTPUT_FLAGS.items()
-               if getattr(args, dest, None) is not None}
-    if not outputs:
-        return
+    from scalinglab.files import check_outputs, regular_file
+
     inputs = []
     for dest in INPUT_ARGS:
         value = getattr(args, dest, None)
         inputs += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
-    check_outputs(outputs, inputs, folders=FOLDER_OUTPUTS)
+    for path in inputs:   # a schedule written NAME:key=value, a database still to create, a model folder: skipped
+        if path and os.path.exists(path) and not os.path.isdir(path):
+            regular_file(path)
+    outputs = {flag: getattr(args, dest) for dest, flag in OUTPUT_FLAGS.items()
+               if getattr(args, dest, None) is not None}
+    if outputs:
+        check_outputs(outputs, inputs, folders=FOLDER_OUTPUTS)
 
 
 def check_counts(args: argparse.Namespace) -> None:
@@ -124,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import warnings
+
+    def one_line(message, category, filename, lineno, line=None) -> str:
+        # A warning from numpy or a library is one line naming the command, never the source line behind it.
+        text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+        return f"scalinglab {args.command}: warning: {text}\n"
+
+    formatwarning, warnings.formatwarning = warnings.formatwarning, one_line
     try:
         check_counts(args)
         check_files(args)
@@ -154,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scalinglab {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = formatwarning
 
 
 if __name__ == "__main__":  # pragma: no cover
