@@ -5,6 +5,7 @@ distance, or a right answer."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import refused
 from scalinglab.cli import main
@@ -358,3 +359,118 @@ def test_fit_curve_on_equal_losses_prints_no_warning_and_no_minus_infinite_r2(tm
     assert main(["fit-curve", str(csv), "--json"]) == 0
     cap = capsys.readouterr()
     assert "RuntimeWarning" not in cap.err and "-inf" not in cap.out and "Infinity" not in cap.out
+
+
+# --- chain and translate: as careful as fit --------------------------------------------------------------------
+
+from test_downstream_cli import ladder  # noqa: E402,F401 (the fixture)
+
+
+def _chain(runs, targets, *flags):
+    return ["chain", runs, "--targets", targets, "--tasks", "arc", *flags]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--last", "0"], "--last 0: must be a whole number >= 1"),          # used every evaluation
+    (["--last", "-1"], "--last -1: must be a whole number >= 1"),
+    (["--skip", "-0.1"], "--skip -0.1: the share"),                      # accepted
+    (["--skip", "nan"], "--skip nan: the share"),                        # traceback
+    (["--smooth", "0"], "--smooth 0: must be a whole number >= 1"),      # traceback
+])
+def test_chain_refuses_options_out_of_range(ladder, capsys, flags, message):  # noqa: F811
+    runs, targets = ladder
+    refused(capsys, _chain(runs, targets, *flags), message)
+
+
+def test_chain_refuses_a_task_named_twice(ladder, capsys):  # noqa: F811
+    runs, targets = ladder
+    refused(capsys, ["chain", runs, "--targets", targets, "--tasks", "arc,arc"], "'arc' is named twice")
+
+
+@pytest.mark.parametrize("n, d, message", [
+    ("-1e9", "1e10", "column 'n', line 2: -1e+09 is not a positive number"),   # accuracy nan
+    ("nan", "1e10", "column 'n', line 2: nan is not a positive number"),
+    ("abc", "1e10", "column 'n', line 2: 'abc' is not a positive number"),     # traceback
+    ("3e8", "0", "column 'd', line 2: 0 is not a positive number"),           # 35.37
+])
+def test_chain_refuses_a_target_that_is_not_a_model(ladder, tmp_path, capsys, n, d, message):  # noqa: F811
+    runs, _ = ladder
+    targets = tmp_path / "bad_targets.csv"
+    targets.write_text(f"run,n,d\nbad,{n},{d}\n")
+    refused(capsys, _chain(runs, targets), str(targets), message)
+
+
+def test_chain_warns_with_the_distance_for_a_target_below_the_ladder(ladder, tmp_path, capsys):  # noqa: F811
+    """N = D = 10 gave an accuracy of 35.37 with no warning."""
+    runs, _ = ladder
+    targets = tmp_path / "tiny.csv"
+    targets.write_text("run,n,d\ntiny,10,10\n")
+    assert main(list(map(str, _chain(runs, targets)))) == 0
+    out = capsys.readouterr().out
+    assert "warning: tiny: N = 10 lies 7.30 decades below the ladder's smallest (2e+08)" in out
+
+
+def test_chain_refuses_percentages_in_the_targets_and_a_negative_task_loss(ladder, tmp_path, capsys):  # noqa: F811
+    """docs/cli.md says percentages are refused; `--score` printed "actual 8455.39"."""
+    runs, _ = ladder
+    targets = tmp_path / "pct.csv"
+    targets.write_text("run,n,d,arc_acc\nbig,7e9,4e12,84.5539\n")
+    refused(capsys, _chain(runs, targets, "--score"), "column 'arc_acc': accuracy must lie in [0, 1]")
+    df = pd.read_csv(runs)
+    df.loc[3, "arc_loss"] = -1
+    df.to_csv(runs, index=False)
+    targets.write_text("run,n,d\nbig,7e9,4e12\n")
+    refused(capsys, _chain(runs, targets), str(runs), "column 'arc_loss', line 5: -1 is not a loss")
+
+
+@pytest.fixture
+def translation(tmp_path):
+    from scalinglab.fitting import approach3 as F
+
+    n = np.repeat(np.geomspace(1e7, 1e9, 6), 4)
+    d = n * np.tile([10, 20, 40, 80], 6)
+    L0 = (1.9 + 400 / n ** 0.34 + 410 / d ** 0.28) * (1 + 1e-3 * np.random.default_rng(0).standard_normal(24))
+    res = F.fit_arrays(n, d, L0, F.FitOptions())
+    path = tmp_path / "src.slfit"
+    saved.save(path, saved.SavedFit(res, n, d, L0, {"n_col": "N", "d_col": "D", "c_col": None, "loss_col": "loss"}))
+    E = res.params["E"]
+    pairs = pd.DataFrame({"L0": L0, "L1": 0.6 * (L0 - E) ** 1.1 + 0.85, "N": n})
+    pairs.to_csv(tmp_path / "pairs.csv", index=False)
+    (tmp_path / "at.csv").write_text("n,d\n5e9,1e11\n")
+    return path, tmp_path / "pairs.csv", tmp_path / "at.csv", E
+
+
+def _translate(fit, pairs, at, x="L0", y="L1", *flags):
+    return ["translate", fit, pairs, "--x-col", x, "--y-col", y, "--targets", at, *flags]
+
+
+def test_translate_refuses_source_losses_below_the_laws_floor(translation, capsys):
+    """A target loss of 29,504 came out."""
+    fit, pairs, at, E = translation
+    df = pd.read_csv(pairs)
+    df.loc[2, "L0"] = E - 0.1
+    df.to_csv(pairs, index=False)
+    refused(capsys, _translate(fit, pairs, at), str(pairs), "line 4", "is not above the saved law's E0")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda df: df.assign(L1=df["N"]), "column 'L1', line 2"),                 # N as the target loss
+    (lambda df: df.assign(L1=np.where(df.index == 0, np.nan, df["L1"])), "column 'L1', line 2: nan"),
+    (lambda df: df.assign(L1=np.where(df.index == 1, -1.0, df["L1"])), "column 'L1', line 3: -1 is not a loss"),
+])
+def test_translate_refuses_pairs_that_are_not_losses(translation, capsys, edit, message):
+    fit, pairs, at, _ = translation
+    edit(pd.read_csv(pairs)).to_csv(pairs, index=False)
+    refused(capsys, _translate(fit, pairs, at), str(pairs), message)
+
+
+def test_translate_refuses_a_target_n_that_is_not_a_number(translation, capsys):
+    fit, pairs, at, _ = translation
+    at.write_text("n,d\nabc,1e11\n")
+    refused(capsys, _translate(fit, pairs, at), "column 'n', line 2: 'abc' is not a positive number")
+
+
+def test_translate_still_translates(translation, capsys):
+    fit, pairs, at, _ = translation
+    assert main(list(map(str, _translate(fit, pairs, at, "L0", "L1", "--e1", "0.85")))) == 0
+    assert "target " in capsys.readouterr().out
