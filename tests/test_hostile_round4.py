@@ -474,3 +474,65 @@ def test_translate_still_translates(translation, capsys):
     fit, pairs, at, _ = translation
     assert main(list(map(str, _translate(fit, pairs, at, "L0", "L1", "--e1", "0.85")))) == 0
     assert "target " in capsys.readouterr().out
+
+
+# --- saved fits re-checked ---------------------------------------------------------------------------------------
+
+from test_saved_fit import fitted, runs_csv  # noqa: E402,F401 (fixtures: 40 runs, 60 replicates)
+
+
+def test_a_forged_converged_fit_whose_gradient_is_not_small_is_refused(fitted, tmp_path, capsys):  # noqa: F811
+    """A forged file that recomputed the documented hash (objective and all) was accepted as converged; allocate
+    then printed a point outside its own interval."""
+    import json
+    import zipfile
+
+    from scalinglab.fitting.solver import objective
+
+    _, good, _ = fitted
+    with zipfile.ZipFile(good) as zf:
+        obj = json.loads(zf.read("fit.json"))
+    assert obj["fit"]["status"] == "converged"
+
+    def forge(o):
+        o["law"]["alpha"] *= 1.02   # inside the box, not at the optimum
+        law = np.array([[np.log(o["law"][k]) if k in "EAB" else o["law"][k] for k in ("E", "A", "B", "alpha",
+                                                                                      "beta")]])
+        N, D, L = (np.array(o["data"][k]) for k in ("N", "D", "loss"))
+        o["fit"]["objective"] = float(objective(law, np.log(N), np.log(D), np.log(L), o["options"]["delta"],
+                                                block=o["options"]["block"])[0])
+
+    bad = tmp_path / "forged.slfit"
+    _rewrite(good, bad, forge)
+    refused(capsys, ["allocate", bad, "--compute", "1e20"], str(bad), "status 'converged', but the gradient")
+
+
+def test_a_bootstrap_whose_replicates_are_all_identical_is_refused(fitted, tmp_path, capsys):  # noqa: F811
+    """Every replicate the same gave intervals of zero width."""
+    _, good, _ = fitted
+    bad = tmp_path / "same.slfit"
+    _rewrite(good, bad, lambda o: o["bootstrap"].update(samples=[o["bootstrap"]["samples"][0]] *
+                                                        len(o["bootstrap"]["samples"])))
+    refused(capsys, ["allocate", bad, "--compute", "1e20"], str(bad), "bootstrap replicates are all identical")
+
+
+def test_a_flipped_byte_in_the_compressed_member_is_one_line(fitted, tmp_path, capsys):  # noqa: F811
+    """A one-byte flip gave a zlib.error traceback."""
+    import zipfile
+
+    _, good, _ = fitted
+    raw = bytearray(good.read_bytes())
+    with zipfile.ZipFile(good) as zf:
+        info = zf.getinfo("fit.json")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    errs = set()
+    for k in range(0, min(info.compress_size, 400), 7):   # flips across the compressed data
+        bad = tmp_path / f"flip{k}.slfit"
+        copy = bytearray(raw)
+        copy[start + k] ^= 0xFF
+        bad.write_bytes(bytes(copy))
+        assert main(["allocate", str(bad), "--compute", "1e20"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and "zlib" not in err.split(":")[0], err
+        errs.add("not a scalinglab fit file" in err or "corrupt" in err or "do not match" in err)
+    assert errs == {True}

@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import zipfile
+import zlib
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -173,8 +174,8 @@ def load(path) -> SavedFit:
         raise
     except FileNotFoundError:
         raise UserError(f"{where}: no such file") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
-            ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, NotImplementedError,
+            RuntimeError, ValueError) as exc:   # zlib.error: a flipped byte in the compressed member
         raise UserError(f"{where}: not a scalinglab fit file (not a readable zip archive: {exc})") from None
     if len(raw) > MAX_BYTES:
         raise UserError(f"{where}: {MEMBER} unpacks to more than {MAX_BYTES} bytes")
@@ -316,6 +317,32 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
     if implied and result.status != implied or not implied and result.status not in ("converged", "max_iter"):
         raise ValueError(f"status {result.status!r} does not match its parameters (expected "
                          f"{implied or 'converged or max_iter'})")
+    if result.status == "converged":
+        # A forged file that recomputes the documented hash could call any law converged; the fit called it so
+        # only where the projected gradient was below status_gtol. Recomputed from the stored parameters (17
+        # digits) it agrees to rounding; 10x leaves room for any BLAS kernel.
+        grad = _projected_grad_norm(theta, N, D, L, o)
+        if not grad <= 10 * o.status_gtol:
+            raise ValueError(f"status 'converged', but the gradient at its law is {grad:.3g} (a converged fit's "
+                             f"is below {o.status_gtol:g}); the law was edited")
+    if bs is not None and len(bs.samples) >= 2 and np.all(bs.samples == bs.samples[0]) and \
+            result.objective > 1e-12:
+        # Resampled rows of runs that do not lie exactly on the law move the fit: replicates that all agree give
+        # intervals of zero width that no resampling made.
+        raise ValueError(f"its {len(bs.samples)} bootstrap replicates are all identical, though its runs do not "
+                         "lie on its law; the bootstrap was edited")
+
+
+def _projected_grad_norm(theta, N, D, L, o: FitOptions) -> float:
+    """The fit's convergence measure (as approach3.fit_arrays computes it): the largest projected gradient of
+    the Huber objective in the free coordinates."""
+    from scalinglab.fitting.options import parametrisation
+    from scalinglab.fitting.solver import projected_grad, value_and_grad
+
+    P = parametrisation(o)
+    lo, hi = np.asarray(o.lower), np.asarray(o.upper)
+    g = value_and_grad(theta, np.log(N), np.log(D), np.log(L), o.delta)[1]
+    return float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
 
 
 def from_json(obj: Any) -> SavedFit:
