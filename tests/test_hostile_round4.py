@@ -536,3 +536,70 @@ def test_a_flipped_byte_in_the_compressed_member_is_one_line(fitted, tmp_path, c
         assert err.count("\n") == 1 and "Traceback" not in err and "zlib" not in err.split(":")[0], err
         errs.add("not a scalinglab fit file" in err or "corrupt" in err or "do not match" in err)
     assert errs == {True}
+
+
+# --- the front door validates as the command line does --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def table():
+    N, D, L = simulate(40, 5)
+    return {"N": N, "D": D, "loss": L}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_col="nope"), "unknown keyword 'n_col'"),          # ignored silently
+    (dict(bogus_col="x"), "unknown keyword 'bogus_col'"),
+    (dict(delta=0), "delta must be a positive finite number"),    # accepted, though the CLI refused it
+    (dict(delta=-1), "delta must be a positive finite number"),   # internal ValueError
+    (dict(delta=1e300), "at most 100"),                           # numpy RuntimeWarnings
+    (dict(seed=-1, bootstrap=10), "seed -1"),
+    (dict(seed="x", bootstrap=10), "seed 'x'"),                   # TypeError
+    (dict(where=5), "where=5"),                                    # TypeError
+    (dict(fixed={"beta": 1e300}), "fixed beta = 1e+300"),
+    (dict(bootstrap=1), "one resample gives no interval"),
+])
+def test_sl_fit_refuses_what_it_would_misread(table, kwargs, message):
+    import scalinglab as sl
+    from scalinglab.errors import UserError
+
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        sl.fit(table, **kwargs)
+
+
+def test_sl_fit_refuses_resampling_arguments_beside_options(table):
+    """bootstrap=50 together with options=FitOptions(...) was dropped without a word; options decide."""
+    import scalinglab as sl
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.options import FitOptions, Resampling
+
+    for kwargs in (dict(bootstrap=50), dict(seed=3), dict(level=0.9), dict(delta=0.01), dict(bootstrap_by="N")):
+        with pytest.raises(UserError, match="given beside options="):
+            sl.fit(table, options=FitOptions(), **kwargs)
+    fit = sl.fit(table, options=FitOptions(resampling=Resampling(20)))
+    assert fit.bootstrap is not None and fit.bootstrap.n_boot == 20
+
+
+def test_sl_fit_names_columns_of_unequal_length_and_conf_int_a_bad_level(table):
+    import scalinglab as sl
+    from scalinglab.errors import UserError
+
+    with pytest.raises(UserError, match="columns of unequal length: 'D' holds 5 values"):
+        sl.fit({"N": table["N"], "D": table["D"][:5], "loss": table["loss"]})
+    fit = sl.fit(table, bootstrap=20)
+    for level in (2, 0, "x"):   # level=2 was numpy's ValueError from inside percentile
+        with pytest.raises(UserError, match="strictly between 0 and 1"):
+            fit.conf_int(level=level)
+
+
+def test_load_runs_of_a_number_is_not_a_file_descriptor():
+    """sl.load_runs(5) stat'ed file descriptor 5."""
+    import scalinglab as sl
+    from scalinglab.errors import UserError
+
+    with pytest.raises(UserError, match="not a file name"):
+        sl.load_runs(5)
+
+
+def test_the_cli_refuses_delta_and_fix_by_the_librarys_checks(runs_csv, capsys):  # noqa: F811
+    refused(capsys, ["fit", runs_csv, "--delta", "1e300"], "--delta must be a positive finite number at most 100")
+    refused(capsys, ["fit", runs_csv, "--fix", "beta=1e300"], "fixed beta = 1e+300")

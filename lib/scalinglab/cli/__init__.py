@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sqlite3  # 2 ms: the one-line error for a damaged database needs its exception class
 import sys
+import warnings  # loaded at the interpreter's start already
 
 from scalinglab.errors import UserError
 from scalinglab.files import MAX_COUNT, SIZES
@@ -127,20 +128,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(command: str):
+    """Print every warning as one line naming the command, never the source line behind it (numpy's
+    RuntimeWarnings showed code); returns the formatter it replaced, for main to restore."""
+    def one_line(message, category, filename, lineno, line=None) -> str:
+        text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+        return f"scalinglab {command}: warning: {text}\n"
+
+    previous, warnings.formatwarning = warnings.formatwarning, one_line
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    import warnings
-
-    def one_line(message, category, filename, lineno, line=None) -> str:
-        # A warning from numpy or a library is one line naming the command, never the source line behind it.
-        text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
-        return f"scalinglab {args.command}: warning: {text}\n"
-
-    formatwarning, warnings.formatwarning = warnings.formatwarning, one_line
+    formatwarning = _one_line_warnings(args.command)
     try:
         check_counts(args)
         check_files(args)
