@@ -373,7 +373,13 @@ def from_json(obj: Any) -> SavedFit:
         o[k] = tuple(float(v) for v in _array(o[k], k))
         if len(o[k]) != 5:
             raise ValueError(f"options {k} must hold 5 numbers")
-    options = FitOptions(**o)
+    d = o.get("delta")
+    if isinstance(d, (int, float)) and not isinstance(d, bool) and not (math.isfinite(d) and 0 < d <= 100):
+        raise ValueError(f"option delta = {d:g}; it must be a positive number at most 100")
+    try:
+        options = FitOptions(**o)
+    except UserError as exc:   # FitOptions' own checks: worded by load as a corrupt file
+        raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]
     status = fit["status"]
     if status not in ("converged", "max_iter", "at_bound", "unidentified"):
