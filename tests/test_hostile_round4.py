@@ -603,3 +603,56 @@ def test_load_runs_of_a_number_is_not_a_file_descriptor():
 def test_the_cli_refuses_delta_and_fix_by_the_librarys_checks(runs_csv, capsys):  # noqa: F811
     refused(capsys, ["fit", runs_csv, "--delta", "1e300"], "--delta must be a positive finite number at most 100")
     refused(capsys, ["fit", runs_csv, "--fix", "beta=1e300"], "fixed beta = 1e+300")
+
+
+# --- strings read from files are printed escaped ----------------------------------------------------------------
+
+ESC = "\x1b[2J\x1b[H"   # clear the screen, cursor home
+
+
+def test_a_fits_source_and_written_by_are_printed_escaped(fitted, tmp_path, capsys):  # noqa: F811
+    _, good, _ = fitted
+    bad = tmp_path / "esc.slfit"
+    _rewrite(good, bad, lambda o: o["data"].update(source=f"runs{ESC}\nforged line"))
+    assert main(["allocate", str(bad), "--compute", "1e20"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J" in out and "forged line" in out.splitlines()[0]
+    assert main(["predict", str(bad), str(tmp_path / "none.csv")]) == 2
+    capsys.readouterr()
+    future = tmp_path / "future.slfit"
+    _rewrite(good, future, lambda o: o.update(version=99, written_by=f"x{ESC}"))
+    err = refused(capsys, ["allocate", future, "--compute", "1e20"], "fit format version 99")
+    assert "\x1b" not in err
+
+
+def test_an_error_quoting_a_file_is_one_escaped_line_of_bounded_length(tmp_path, capsys):
+    """`scoreboard /proc/self/environ` printed the whole environment inside its error."""
+    path = tmp_path / "weird.csv"
+    path.write_text(",".join(f"col{i}{ESC}" for i in range(500)) + "\n" + ",".join(["1"] * 500) + "\n")
+    err = refused(capsys, ["scoreboard", path, "--holdout", "largest-budget"], str(path))
+    assert "\x1b" not in err and len(err) < 600
+
+
+def test_a_chain_target_label_is_printed_escaped(ladder, tmp_path, capsys):  # noqa: F811
+    runs, _ = ladder
+    targets = tmp_path / "t.csv"
+    targets.write_text(f"run,n,d\nbig{ESC},7e9,4e12\n")
+    assert main(list(map(str, _chain(runs, targets)))) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "big\\x1b[2J" in out
+
+
+@pytest.mark.parametrize("content", [b"N,D,loss\n1,2,3\n", b"\x80\x04K\x05."])   # a CSV, a pickle of 5
+def test_inverse_eval_on_a_file_that_is_not_a_checkpoint_is_one_plain_line(mirror, tmp_path, capsys, content):
+    """It answered with torch's internals."""
+    model = tmp_path / "model.pt"
+    model.write_bytes(content)
+    err = refused(capsys, ["inverse-eval", "--task", "neqa", "--model", model], str(model),
+                  "not a scalinglab GPT checkpoint", "this file begins")
+    assert "torch" not in err.split("(")[0]
+
+
+def test_numpy_scalars_in_a_message_read_as_numbers():
+    from scalinglab.cli import _one_line
+
+    assert _one_line(ValueError("value np.float64(nan) at np.int64(3)")) == "value nan at 3"

@@ -128,12 +128,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# An error names a file, column, row or value; past this many characters it is quoting a file's contents
+# (`scoreboard /proc/self/environ` printed the whole environment as its column names).
+MAX_MESSAGE = 400
+
+
+def _one_line(exc: Exception) -> str:
+    """An error's message as one printable line: control characters read from a file (an ESC sequence that
+    clears the screen, a newline that forges a second line) escaped, and the whole cut to MAX_MESSAGE."""
+    import re
+
+    from scalinglab.errors import printable
+
+    # numpy 2's scalar repr inside a message (np.float64(nan)) reads as the number itself.
+    text = re.sub(r"np\.(?:float|int|uint|bool|str)\w*\(([^()]*)\)", r"\1", printable(str(exc)))
+    if len(text) <= MAX_MESSAGE:
+        return text
+    return f"{text[:MAX_MESSAGE]}... ({len(text) - MAX_MESSAGE:,} more characters)"
+
+
 def _one_line_warnings(command: str):
     """Print every warning as one line naming the command, never the source line behind it (numpy's
     RuntimeWarnings showed code); returns the formatter it replaced, for main to restore."""
     def one_line(message, category, filename, lineno, line=None) -> str:
         text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
-        return f"scalinglab {command}: warning: {text}\n"
+        return f"scalinglab {command}: warning: {_one_line(text)}\n"
 
     previous, warnings.formatwarning = warnings.formatwarning, one_line
     return previous
@@ -151,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         check_files(args)
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"scalinglab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"scalinglab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `scalinglab ... | head` closed the pipe: not an error. Point stdout at

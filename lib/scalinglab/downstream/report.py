@@ -185,7 +185,7 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
         out[f"{t}_pred_loss"] = fit.predict_loss(out["n"], out["d"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            warned += warn_if_outside(fit, out["n"], out["d"], labels=list(out["target"]))
+            warned += warn_if_outside(fit, out["n"], out["d"], labels=[printable(x, 40) for x in out["target"]])
         if t == tasks[0]:
             warned += _below_ladder(s1, out)
         if o.n_boot:

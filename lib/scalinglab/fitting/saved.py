@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, printable
 from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import PARAMS
@@ -354,7 +354,7 @@ def from_json(obj: Any) -> SavedFit:
     if isinstance(version, bool) or not isinstance(version, int):
         raise UserError(f"a corrupt scalinglab fit file (version {version!r})")
     if version > VERSION:
-        by = str(obj.get("written_by", "a newer scalinglab"))[:40]
+        by = printable(obj.get("written_by", "a newer scalinglab"), 40)   # ESC sequences escaped
         raise UserError(f"written in fit format version {version} by {by}; "
                         f"this scalinglab reads version {VERSION} and older: upgrade scalinglab")
     if version < 1:
