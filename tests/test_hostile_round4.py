@@ -656,3 +656,34 @@ def test_numpy_scalars_in_a_message_read_as_numbers():
     from scalinglab.cli import _one_line
 
     assert _one_line(ValueError("value np.float64(nan) at np.int64(3)")) == "value nan at 3"
+
+
+# --- the remaining silently wrong answers ------------------------------------------------------------------------
+
+def test_ladder_report_on_a_folder_without_ladder_databases_is_refused(tmp_path, capsys):
+    """It printed a full table of steps without fits, exit 0."""
+    refused(capsys, ["ladder-report", "--dir", tmp_path, "--bootstrap", "0"], str(tmp_path), "holds none of")
+
+
+def test_ladder_report_refuses_another_sweep_renamed_as_a_ladder_step(tmp_path, capsys):
+    import json
+    import sqlite3
+
+    from scalinglab.training.sweep.store import connect
+
+    db = tmp_path / "ladder2.db"
+    con = connect(db)
+    con.executemany("INSERT INTO sweep VALUES (?, ?)", [("preset", json.dumps("hoffmann")),
+                                                        ("profile", json.dumps("cpu")), ("vocab_size", "512")])
+    con.commit()
+    con.close()
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM sweep").fetchone()[0] == 3
+    refused(capsys, ["ladder-report", "--dir", tmp_path, "--bootstrap", "0"], "holds the hoffmann sweep, not ladder2")
+
+
+def test_trend_refuses_a_count_past_any_evaluation_set(tmp_path, capsys):
+    """A count of 1e300 gave p = 0."""
+    from test_hostile_input import TREND_ARGS, trend_csv
+
+    path = trend_csv(tmp_path, 3, "1e300", 3)
+    refused(capsys, ["trend", path, *TREND_ARGS], str(path), "line 3", "1e+300 examples, at most")
