@@ -687,3 +687,27 @@ def test_trend_refuses_a_count_past_any_evaluation_set(tmp_path, capsys):
 
     path = trend_csv(tmp_path, 3, "1e300", 3)
     refused(capsys, ["trend", path, *TREND_ARGS], str(path), "line 3", "1e+300 examples, at most")
+
+
+def test_scoreboard_on_random_losses_prints_no_numpy_warnings(tmp_path, capsys):
+    """numpy's divide-by-zero RuntimeWarnings, with their source lines, came out on stderr."""
+    rng = np.random.default_rng(2)
+    path = tmp_path / "random.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{n},{d},{rng.uniform(2, 4)}\n" for n in np.geomspace(1e7, 1e9, 6)
+                                           for d in np.geomspace(1e9, 1e11, 5)))
+    main(["scoreboard", str(path), "--holdout", "largest-n"])
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_warning_is_one_line_naming_the_command():
+    """RuntimeWarnings printed the source line behind them."""
+    import warnings
+
+    from scalinglab import cli
+
+    previous = cli._one_line_warnings("fit")
+    try:
+        text = warnings.formatwarning(RuntimeWarning("divide by zero\nsecond line"), RuntimeWarning, "x.py", 3)
+    finally:
+        warnings.formatwarning = previous
+    assert text == "scalinglab fit: warning: divide by zero\n"

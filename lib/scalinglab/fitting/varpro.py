@@ -66,6 +66,9 @@ def _profile(alpha, beta, logN, logD, L, nonneg: bool) -> tuple[np.ndarray, np.n
     X = _design(alpha, beta, logN, logD, L)
     # Columns scaled to unit norm: N^-α and 1 differ by orders of magnitude, the Gram matrix squares that.
     scale = np.sqrt(np.sum(X * X, axis=1))  # (G, 3)
+    # A column that underflows to zero (a large exponent on large N) stays zero instead of 0/0: that pair's
+    # solve then meets the ridge below, not NaN and a RuntimeWarning on stderr.
+    scale = np.where(scale > 0, scale, 1.0)
     Xs = X / scale[:, None, :]
     gram = np.matmul(Xs.transpose(0, 2, 1), Xs)
     rhs = Xs.sum(axis=1)  # Xsᵀ·1: the target (L/L) is all ones
