@@ -42,16 +42,37 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: 
     (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by`` and
     ``delta``; column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``,
     ``x=...``, ``y=...``) override the dataset's roles and the defaults N, D, loss."""
+    import os
+
+    from scalinglab.errors import UserError
     from scalinglab.fitting import laws as registry
     from scalinglab.fitting.huber import HUBER_DELTA
     from scalinglab.fitting.options import FitOptions, Resampling
     from scalinglab.fitting.workflow import FitRequest, fit_runs
     from scalinglab.runs import Runs
 
-    if isinstance(runs, str):
-        runs = load_runs(runs)
+    unknown = sorted(set(columns) - set(COLUMN_ROLES))
+    if unknown:   # n_col="nope" and bogus_col= were ignored silently
+        hint = f"; did you mean {unknown[0][:-4]}=?" if unknown[0].endswith("_col") and \
+            unknown[0][:-4] in COLUMN_ROLES else ""
+        raise UserError(f"sl.fit: unknown keyword {unknown[0]!r}; column roles are {', '.join(COLUMN_ROLES)} "
+                        f"(e.g. n='params'){hint}")
+    if options is not None:
+        given = [k for k, v, default in (("bootstrap", bootstrap, 0), ("seed", seed, 0), ("level", level, 0.95),
+                                         ("bootstrap_by", bootstrap_by, None), ("delta", delta, None))
+                 if v != default]
+        if given:   # bootstrap=50 beside options=FitOptions(...) was dropped without a word
+            raise UserError(f"sl.fit: {given[0]}= given beside options=; options' resampling and delta decide, so "
+                            f"give it there (FitOptions(delta=..., resampling=Resampling(n, by, seed, level)))")
+        if not isinstance(options, FitOptions):
+            raise UserError(f"sl.fit: options must be a FitOptions, not {type(options).__name__}")
+    if where is not None and not isinstance(where, str) and not (
+            isinstance(where, (list, tuple)) and all(isinstance(c, str) for c in where)):
+        raise UserError(f"sl.fit: where={where!r}; give a condition such as 'tokens>1e9', or a list of them")
+    if isinstance(runs, (str, os.PathLike)):
+        runs = load_runs(os.fspath(runs))
     elif not isinstance(runs, Runs):
-        runs = Runs(runs, "table")
+        runs = Runs(_table(runs), "table")
     form = registry.get(law)
     if options is None:
         options = FitOptions(delta=HUBER_DELTA if delta is None else delta,
@@ -59,6 +80,32 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: 
     cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
     request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)
     return fit_runs(runs.select(where), request).fit
+
+
+# The column roles sl.fit takes by keyword (fitting.laws.table.Columns' roles).
+COLUMN_ROLES = ("n", "d", "c", "loss", "u", "x", "y")
+
+
+def _table(runs):
+    """A table given to sl.fit: a DataFrame as it is, a dict of columns checked for equal lengths (pandas' own
+    error named no column), anything else refused."""
+    from scalinglab.errors import UserError
+
+    if isinstance(runs, dict):
+        lengths = {}
+        for k, v in runs.items():
+            try:
+                lengths[k] = len(v)
+            except TypeError:
+                raise UserError(f"sl.fit: column {k!r} is not a sequence of values") from None
+        if len(set(lengths.values())) > 1:
+            (a, la), (b, lb) = sorted(lengths.items(), key=lambda kv: kv[1])[::len(lengths) - 1]
+            raise UserError(f"sl.fit: columns of unequal length: {a!r} holds {la} values, {b!r} {lb}")
+        return runs
+    if runs is None or isinstance(runs, (bool, int, float, bytes)):
+        raise UserError(f"sl.fit: runs must be Runs, a CSV path, a DataFrame or a dict of columns, not "
+                        f"{type(runs).__name__}")
+    return runs
 
 
 def __getattr__(name: str):

@@ -40,3 +40,22 @@ def row_name(index, i: int) -> str:
     label = index[i]
     label = label.item() if hasattr(label, "item") else label
     return f"line {label}" if getattr(index, "name", None) == "line" else f"row {label!r}"
+
+
+def shown(value, limit: int = 40) -> str:
+    """A value read from a file, as a message or a printed line may show it: its repr (control characters such
+    as ESC escaped, so file contents cannot clear a screen or forge a line), cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    cut = text[:limit] + ("..." if len(text) > limit else "")
+    return repr(cut)
+
+
+def printable(text, limit: int | None = None) -> str:
+    """A string read from a file for printing inside a line (a fit's source, a run id): control characters
+    escaped as in a repr, nothing else changed; cut to ``limit`` characters when given."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "..."
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

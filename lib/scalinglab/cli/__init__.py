@@ -13,9 +13,10 @@ import argparse
 import importlib
 import sqlite3  # 2 ms: the one-line error for a damaged database needs its exception class
 import sys
+import warnings  # loaded at the interpreter's start already
 
 from scalinglab.errors import UserError
-from scalinglab.files import MAX_COUNT
+from scalinglab.files import MAX_COUNT, SIZES
 from scalinglab.version import __version__
 
 # One module per subcommand, in the order `--help` lists them.
@@ -53,6 +54,39 @@ COUNTS = {
     "workers": (1, 256, "processes", "at once"),
     "seeds": (1, 100, "seeds", "each trains every run of the sweep again"),
 }
+# Sizes that a file or a schedule asks for rather than a flag (files.SIZES, checked where they are read): listed
+# here so that every cap is in one table. check_counts skips them (no flag of that name).
+COUNTS.update({key: (1, hi, unit, why) for key, (hi, unit, why) in SIZES.items()})
+
+
+# Every flag that writes, by its argparse name, and every argument that names a file read. Before any command
+# starts, each output is checked (files.check_outputs): not empty, not an existing FIFO, device, socket or
+# folder (a rename would replace it), and not the same file as any input, through links. A new writing flag
+# is named here or tests/test_hostile_round4.py fails.
+OUTPUT_FLAGS = {"save": "--save", "out": "--out", "plot": "--plot", "export": "--export"}
+FOLDER_OUTPUTS = ("--export",)
+INPUT_ARGS = ("csv", "fit", "predict", "proposal", "targets", "schedule", "db", "model")
+
+
+def check_files(args: argparse.Namespace) -> None:
+    """Every input file named that exists is a regular file under the size cap (checked now, before any work:
+    `fit runs.csv --predict huge.csv` fitted first), and every output flag given can be written without
+    destroying a file or an input; a one-line UserError."""
+    import os
+
+    from scalinglab.files import check_outputs, regular_file
+
+    inputs = []
+    for dest in INPUT_ARGS:
+        value = getattr(args, dest, None)
+        inputs += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    for path in inputs:   # a schedule written NAME:key=value, a database still to create, a model folder: skipped
+        if path and os.path.exists(path) and not os.path.isdir(path):
+            regular_file(path)
+    outputs = {flag: getattr(args, dest) for dest, flag in OUTPUT_FLAGS.items()
+               if getattr(args, dest, None) is not None}
+    if outputs:
+        check_outputs(outputs, inputs, folders=FOLDER_OUTPUTS)
 
 
 def check_counts(args: argparse.Namespace) -> None:
@@ -94,17 +128,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# An error names a file, column, row or value; past this many characters it is quoting a file's contents
+# (`scoreboard /proc/self/environ` printed the whole environment as its column names).
+MAX_MESSAGE = 400
+
+
+def _one_line(exc: Exception) -> str:
+    """An error's message as one printable line: control characters read from a file (an ESC sequence that
+    clears the screen, a newline that forges a second line) escaped, and the whole cut to MAX_MESSAGE."""
+    import re
+
+    from scalinglab.errors import printable
+
+    # numpy 2's scalar repr inside a message (np.float64(nan)) reads as the number itself.
+    text = re.sub(r"np\.(?:float|int|uint|bool|str)\w*\(([^()]*)\)", r"\1", printable(str(exc)))
+    if len(text) <= MAX_MESSAGE:
+        return text
+    return f"{text[:MAX_MESSAGE]}... ({len(text) - MAX_MESSAGE:,} more characters)"
+
+
+def _one_line_warnings(command: str):
+    """Print every warning as one line naming the command, never the source line behind it (numpy's
+    RuntimeWarnings showed code); returns the formatter it replaced, for main to restore."""
+    def one_line(message, category, filename, lineno, line=None) -> str:
+        text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+        return f"scalinglab {command}: warning: {_one_line(text)}\n"
+
+    previous, warnings.formatwarning = warnings.formatwarning, one_line
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    formatwarning = _one_line_warnings(args.command)
     try:
         check_counts(args)
+        check_files(args)
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"scalinglab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"scalinglab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `scalinglab ... | head` closed the pipe: not an error. Point stdout at
@@ -129,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scalinglab {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = formatwarning
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -75,6 +75,8 @@ def _fit(args) -> int:
 
 
 def _predict(args) -> int:
+    import math
+
     from scalinglab.curves.report import predict_schedule
     from scalinglab.errors import UserError
     from scalinglab.serialization import dumps
@@ -82,9 +84,13 @@ def _predict(args) -> int:
     at = None
     if args.at:
         try:
-            at = [int(float(s)) for s in args.at.split(",")]
+            steps = [float(s) for s in args.at.split(",")]
         except ValueError:
             raise UserError(f"--at {args.at!r}: not comma-separated step numbers") from None
+        bad = [s for s in steps if not (math.isfinite(s) and s == round(s) and 1 <= s <= 1e15)]
+        if bad:   # 100.5 was predicted and printed as step 100
+            raise UserError(f"--at {args.at!r}: step {bad[0]:g} is not a whole number of steps >= 1")
+        at = [int(s) for s in steps]
     table = read_frame(args.schedule) if ":" not in args.schedule else None
     pred = predict_schedule(args.fit, args.schedule, at=at, table=table)
     if args.plot:

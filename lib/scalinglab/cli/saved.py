@@ -45,6 +45,7 @@ def _load(path: str):
 
 
 def _allocate(args) -> int:
+    from scalinglab.errors import printable
     from scalinglab.fitting import forecast
     from scalinglab.fitting.allocation import check_budgets
     from scalinglab.fitting.workflow import UNUSABLE, allocations_or_problem
@@ -62,7 +63,8 @@ def _allocate(args) -> int:
     elif unusable:
         print(f"compute-optimal allocation: none, the fit cannot support one ({unusable}); exit status {UNUSABLE}")
     else:
-        print(f"{args.fit}: the law fitted on {s.result.n_rows} runs of {s.source} (status {s.result.status})")
+        print(f"{args.fit}: the law fitted on {s.result.n_rows} runs of {printable(s.source, 200)} "
+              f"(status {s.result.status})")
         print()
         print(forecast.allocation_text(rows))
     return UNUSABLE if unusable else 0

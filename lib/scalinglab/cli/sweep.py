@@ -73,8 +73,10 @@ def _print_report(rep, as_json: bool) -> None:
 
 
 def _sweep(args) -> int:
+    from scalinglab.files import check_output
     from scalinglab.training import sweep
 
+    check_output(args.db, "--db")   # a FIFO would hang sqlite; --export was checked before the command started
     if args.cost:
         print(sweep.describe_cost(args.preset, args.profile, args.seeds))
         return 0

@@ -76,16 +76,12 @@ def predict_from(path: str, where, read, predict):
 
 def check_delta(delta: float | None) -> float:
     """--delta as given (a positive finite number), or Hoffmann et al.'s when not given."""
-    import math
-
-    from scalinglab.errors import UserError
     from scalinglab.fitting.huber import HUBER_DELTA
+    from scalinglab.fitting.options import check_delta as library_check
 
     if delta is None:
         return HUBER_DELTA
-    if not (math.isfinite(delta) and delta > 0):
-        raise UserError(f"--delta must be a positive finite number, not {delta:g}")
-    return delta
+    return library_check(delta, "--delta")   # the library's check: sl.fit(delta=0) is refused the same way
 
 
 def check_level(level: float) -> None:

@@ -92,6 +92,23 @@ def _trend(args) -> int:
     return 0
 
 
+# The examples behind one accuracy: the largest benchmark here has thousands; a billion is a column mix-up.
+MAX_EXAMPLES = 1e9
+
+
+def _check_examples(values, what: str, where) -> None:
+    """Counts of examples at most MAX_EXAMPLES: a count of 1e300 made every binomial p-value 0."""
+    import numpy as np
+
+    from scalinglab.errors import UserError
+
+    huge = np.flatnonzero(values > MAX_EXAMPLES)
+    if huge.size:
+        pos = huge[0]
+        raise UserError(f"{what}, {where(pos)}: {values[pos]:g} examples, at most {MAX_EXAMPLES:,.0f} (no "
+                        "evaluation set has more; a count this large makes any slope significant)")
+
+
 def _check_values(df, cols: dict, label: str, from_file: bool) -> None:
     """Refuse, naming the column and the row, a value the test cannot use: not a number, blank, NaN or
     infinite in x, y or count (the fit would otherwise drop the row unseen, shrinking the group and changing
@@ -127,3 +144,4 @@ def _check_values(df, cols: dict, label: str, from_file: bool) -> None:
                 pos = frac[0]
                 raise UserError(f"{label}: column {col!r}, {where(pos)}: {values[pos]:g} is not a whole number; "
                                 "the count column is the number of examples behind each accuracy")
+            _check_examples(values, f"{label}: column {col!r}", where)

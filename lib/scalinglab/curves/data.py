@@ -5,11 +5,14 @@ one-line :class:`UserError`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from scalinglab.curves.laws import Curve
 from scalinglab.errors import UserError
+from scalinglab.files import check_size
 
 # Luo et al. 2025's split (their src/config.py, transcribed in the mirror's PROVENANCE.md)
 LUO_TRAIN = ("cosine_24000", "constant_24000", "wsdcon_9")
@@ -125,6 +128,11 @@ def curves_from_table(df: pd.DataFrame, source: str = "table", need_loss: bool =
         if need_loss and (g["loss"].to_numpy(float) <= 0).any():
             j = int(np.argmax(g["loss"].to_numpy(float) <= 0))
             raise UserError(f"{source}: run {run}: {_row(g, j)}: loss must be positive")
+        if lr.max() > MAX_LR:
+            j = int(np.argmax(lr))
+            raise UserError(f"{source}: run {run}: {_row(g, j)}: lr {lr[j]:g} is not a learning rate (at most "
+                            f"{MAX_LR:g})")
+        check_size("schedule_steps", step[-1], f"{source}: run {run}: {_row(g, len(step) - 1)}: step")
         at = step.astype(int)
         xs = np.concatenate([[0], at]) if at[0] > 1 else at
         ys = np.concatenate([[0.0], lr]) if at[0] > 1 else lr
@@ -138,6 +146,9 @@ def curves_from_table(df: pd.DataFrame, source: str = "table", need_loss: bool =
 
 
 SCHEDULE_KEYS = {"peak", "steps", "warmup", "cooldown", "floor", "drop_at", "drop_factor"}
+# No optimiser here trains at a rate above 10 (AdamW's are below 1e-2): a larger lr is a typo or a unit mistake,
+# and the curve laws' sums of it overflow.
+MAX_LR = 10.0
 
 
 def parse_schedule(text: str) -> np.ndarray:
@@ -155,18 +166,31 @@ def parse_schedule(text: str) -> np.ndarray:
         if not eq or k not in SCHEDULE_KEYS:
             raise UserError(f"schedule {text!r}: {part!r} is not key=value with key one of "
                             f"{', '.join(sorted(SCHEDULE_KEYS))}")
+        if k in kv:
+            raise UserError(f"schedule {text!r}: {k}= is given twice")
         try:
             kv[k] = float(v)
         except ValueError:
             raise UserError(f"schedule {text!r}: {k}={v!r} is not a number") from None
+        if not math.isfinite(kv[k]):
+            raise UserError(f"schedule {text!r}: {k}={v!r} is not a finite number")
     for k in ("peak", "steps"):
         if k not in kv:
             raise UserError(f"schedule {text!r}: needs {k}=")
     if kv["peak"] < 0:
         raise UserError(f"schedule {text!r}: negative lr peak={kv['peak']:g}")
+    if not 0 < kv["peak"] <= MAX_LR:   # a peak of 0 trains nothing: every loss was printed as inf
+        raise UserError(f"schedule {text!r}: peak={kv['peak']:g} is not a learning rate (above 0, at most "
+                        f"{MAX_LR:g})")
     steps = kv["steps"]
+    check_size("schedule_steps", steps, f"schedule {text!r}: steps")
     if steps < 2 or steps != round(steps):
         raise UserError(f"schedule {text!r}: steps={steps:g} is not a whole number >= 2")
+    if not 0 <= kv.get("floor", 0.1) <= 1:
+        raise UserError(f"schedule {text!r}: floor={kv['floor']:g} is a fraction of the peak, between 0 and 1")
+    if not 0 <= kv.get("warmup", 0.0) < steps:
+        raise UserError(f"schedule {text!r}: warmup={kv['warmup']:g} is not between 0 and the run's {steps:g} "
+                        "steps")
     sch = Schedule(name, peak=kv["peak"], total=steps, warmup=kv.get("warmup", 0.0),
                    min_lr_ratio=kv.get("floor", 0.1), cooldown=kv.get("cooldown", 0.2),
                    drop_at=kv.get("drop_at", 0.5), drop_factor=kv.get("drop_factor", 0.1))

@@ -32,7 +32,8 @@ METRICS = ("r2", "mae", "rmse", "prede", "worste")
 def metrics(loss: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     y, p = np.asarray(loss, float), np.asarray(pred, float)
     e = y - p
-    return dict(r2=float(1 - (e ** 2).sum() / ((y - y.mean()) ** 2).sum()), mae=float(np.abs(e).mean()),
+    spread = ((y - y.mean()) ** 2).sum()   # 0 for equal losses: R² is undefined there, not -inf
+    return dict(r2=float(1 - (e ** 2).sum() / spread) if spread > 0 else float("nan"), mae=float(np.abs(e).mean()),
                 rmse=float(np.sqrt((e ** 2).mean())), prede=float((np.abs(e) / y).mean()),
                 worste=float((np.abs(e) / y).max()))
 

@@ -149,17 +149,24 @@ def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None]:
 
     regular_file(path)
     try:
-        d = json.loads(open(path, encoding="utf-8").read())
-        assert d.get("format") == SAVED_FORMAT
+        with open(path, encoding="utf-8") as fh:
+            d = json.loads(fh.read())
+        if not isinstance(d, dict) or d.get("format") != SAVED_FORMAT or not isinstance(d.get("fit"), dict):
+            raise ValueError("not a saved curve fit")
         f = d["fit"]
+        if f.get("law") not in LAWS:
+            raise ValueError(f"unknown law {f.get('law')!r}")
         fit = CurveFit(f["law"], {k: float(v) for k, v in f["params"].items()}, float(f["objective"]),
                        int(f["n_points"]), tuple(f["curves"]), tuple(f["at_bound"]), float(f["delta"]))
         fit.theta  # noqa: B018 -- every parameter of the law is there
         b = d.get("bootstrap")
         boot = None if b is None else E.CurveBootstrap(
             fit.law, np.array(b["thetas"], float), int(b["block"]), float(b["level"]), (np.array(b["residuals"]),))
-    except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, UnicodeDecodeError):
+        # A JSON list, a nesting deep enough to exhaust the recursion limit, a missing or mistyped field.
         raise UserError(f"{path}: not a curve fit saved by `scalinglab fit-curve --save`") from None
+    if not all(np.isfinite(v) for v in fit.params.values()) or (boot is not None and not 0 < boot.level < 1):
+        raise UserError(f"{path}: a corrupt curve fit (a parameter that is not finite, or a level outside (0, 1))")
     return fit, boot
 
 

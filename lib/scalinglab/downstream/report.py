@@ -9,6 +9,7 @@ mean (Bhagia et al.'s procedure; ``last = 1, skip = 0, smooth = 1`` uses the row
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 from scalinglab.downstream.chain import ChainFit, check_accuracy, fit_chain, warn_if_outside
 from scalinglab.downstream.intervals import ChainInterval, chain_interval
 from scalinglab.downstream.ladder import trailing_mean
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, printable, row_name, shown
 from scalinglab.serialization import to_jsonable
 
 
@@ -61,7 +62,8 @@ class ChainReport:
             lines.append(fit.summary())
             for i, row in self.targets.iterrows():
                 pred = row[f"{task}_pred"]
-                txt = f"  {row['target']}: N = {row['n']:.3g}, D = {row['d']:.3g}: accuracy {100 * pred:.2f}"
+                txt = (f"  {printable(row['target'], 60)}: N = {row['n']:.3g}, D = {row['d']:.3g}: "
+                       f"accuracy {100 * pred:.2f}")
                 if task in self.intervals:
                     iv = self.intervals[task][i]
                     txt += f" [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] ({iv.level:.0%}, ladder runs resampled)"
@@ -79,11 +81,61 @@ def _need(df: pd.DataFrame, cols, label: str) -> None:
             raise UserError(f"{label}: no column {c!r}")
 
 
+# No loss here is anywhere near 100 (nats or bits per token or byte: a uniform guess over 50,000 tokens is 10.8
+# nats): a "loss" column that holds N, D or C is a column mix-up, refused rather than fitted.
+MAX_LOSS = 100.0
+
+
+def _numbers(df: pd.DataFrame, col: str, label: str, *, positive: bool = True, loss: bool = False) -> np.ndarray:
+    """A column as finite numbers (> 0 with ``positive``, >= 0 and below MAX_LOSS with ``loss``), or a one-line
+    UserError naming the file, column, line and value."""
+    raw = df[col]
+    v = pd.to_numeric(raw, errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(v)
+    if positive:
+        bad |= v <= 0
+    if loss:
+        bad |= (v < 0) | (v >= MAX_LOSS)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = (f"a loss (>= 0 and below {MAX_LOSS:g})" if loss else "a positive number" if positive
+                else "a finite number")
+        cell = raw.iloc[i]
+        cell = f"{cell:g}" if isinstance(cell, (int, float, np.number)) else shown(cell)
+        raise UserError(f"{label}: column {col!r}, {row_name(df.index, i)}: {cell} is not {what}")
+    return v
+
+
+def check_chain_options(o: ChainOptions, tasks) -> None:
+    """The chain's options in range, each a one-line UserError: ``--last 0`` read every evaluation (a slice
+    from -0), ``--skip nan`` and ``--smooth 0`` ended in tracebacks, a task named twice in a KeyError."""
+    def whole(name, v, lo):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise UserError(f"--{name} {v!r}: must be a whole number >= {lo}")
+
+    whole("last", o.last, 1)
+    whole("smooth", o.smooth, 1)
+    whole("bootstrap", o.n_boot, 0)
+    whole("seed", o.seed, 0)
+    if not (isinstance(o.skip, (int, float)) and math.isfinite(o.skip) and 0 <= o.skip < 1):
+        raise UserError(f"--skip {o.skip!r}: the share of each run's first evaluations dropped, in [0, 1)")
+    if not (isinstance(o.level, (int, float)) and 0 < o.level < 1):
+        raise UserError(f"--level {o.level!r}: must lie between 0 and 1")
+    seen = set()
+    for t in tasks:
+        if t in seen:
+            raise UserError(f"--tasks: {t!r} is named twice")
+        seen.add(t)
+
+
 def points(evals: pd.DataFrame, tasks, o: ChainOptions, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(step-1 rows, one per run; step-2 rows, the checkpoints kept) from a table of evaluations."""
     cols = [f"{t}{s}" for t in tasks for s in (o.loss_suffix, o.acc_suffix)]
     _need(evals, [o.run_col, "n", "d", *cols], label)
+    for c in ("n", "d"):
+        _numbers(evals, c, label)
     for t in tasks:
+        _numbers(evals, f"{t}{o.loss_suffix}", label, positive=False, loss=True)
         check_accuracy(evals[f"{t}{o.acc_suffix}"], f"{label}, column {t + o.acc_suffix!r}")
     ev = evals.rename(columns={o.run_col: "run"}).reset_index(drop=True)
     ev["run"] = ev["run"].astype(str)
@@ -107,9 +159,20 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
     tasks = list(tasks)
     if not tasks:
         raise UserError("name at least one task (--tasks)")
+    check_chain_options(o, tasks)
     _need(targets, ["n", "d"], target_label)
+    if targets.empty:
+        raise UserError(f"{target_label}: no targets (a header only)")
+    for c in ("n", "d"):   # N = -1e9 or nan gave accuracy nan, D = 0 an accuracy of 35.37
+        _numbers(targets, c, target_label)
     if score:
         _need(targets, [f"{t}{o.acc_suffix}" for t in tasks], target_label)
+    for t in tasks:   # percentages printed as "actual 8455.39"
+        act = f"{t}{o.acc_suffix}"
+        if act in targets:
+            known = pd.to_numeric(targets[act], errors="coerce")
+            if score or known.notna().any():
+                check_accuracy(known.dropna() if not score else known, f"{target_label}, column {act!r}")
     s1, s2 = points(evals, tasks, o, label)
     out = targets.copy().reset_index(drop=True)
     out["target"] = out[o.run_col].astype(str) if o.run_col in out else [f"row {i + 1}" for i in range(len(out))]
@@ -122,12 +185,27 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
         out[f"{t}_pred_loss"] = fit.predict_loss(out["n"], out["d"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            warned += warn_if_outside(fit, out["n"], out["d"], labels=list(out["target"]))
+            warned += warn_if_outside(fit, out["n"], out["d"], labels=[printable(x, 40) for x in out["target"]])
+        if t == tasks[0]:
+            warned += _below_ladder(s1, out)
         if o.n_boot:
             ivs[t] = chain_interval(fit, s1, s2, f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}", out, n_boot=o.n_boot,
                                     seed=o.seed, level=o.level,
                                     actual=f"{t}{o.acc_suffix}" if f"{t}{o.acc_suffix}" in out else None)
     return ChainReport(fits, out, ivs, tuple(warned), o)
+
+
+def _below_ladder(s1: pd.DataFrame, out: pd.DataFrame) -> list[str]:
+    """A warning for each target smaller than every ladder run in N or D, with the distance in decades: step 1
+    is read below the runs it was fitted on (N = D = 10 gave an accuracy of 35.37 without a word)."""
+    lines = []
+    for col, name in (("n", "N"), ("d", "D")):
+        lo = float(np.min(s1[col]))
+        for label, v in zip(out["target"], out[col].to_numpy(float)):
+            if v < lo:
+                lines.append(f"{printable(label, 40)}: {name} = {v:.3g} lies {np.log10(lo / v):.2f} decades below "
+                             f"the ladder's smallest ({lo:.3g}): step 1 extrapolates to a smaller model")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -168,13 +246,24 @@ def translate_saved(saved_law: dict[str, float], source: str, pairs: pd.DataFram
 
     _need(pairs, [x_col, y_col], label)
     _need(at, ["n", "d"], "targets")
-    l2l = fit_loss_to_loss(pairs[x_col].to_numpy(float), pairs[y_col].to_numpy(float), saved_law["E"], e1)
+    if x_col == y_col:
+        raise UserError(f"--x-col and --y-col are both {x_col!r}: give the source and the target loss columns")
+    x = _numbers(pairs, x_col, label, loss=True)   # NaN, negative, or N, D or C where a loss belongs
+    y = _numbers(pairs, y_col, label, loss=True)
+    E0 = saved_law["E"]
+    if (x <= E0).any():   # below E0 the law has no (L0 - E0)^kappa: a target loss of 29,504 came out
+        i = int(np.argmax(x <= E0))
+        raise UserError(f"{label}: column {x_col!r}, {row_name(pairs.index, i)}: source loss {x[i]:g} is not above "
+                        f"the saved law's E0 = {E0:.4g}; a loss-to-loss fit needs source losses above it")
+    if e1 is not None and not (math.isfinite(e1) and 0 <= e1 < MAX_LOSS):
+        raise UserError(f"--e1 {e1!r}: the target dataset's irreducible loss, a finite loss >= 0")
+    l2l = fit_loss_to_loss(x, y, E0, e1)
     p = saved_law
-    n, d = at["n"].to_numpy(float), at["d"].to_numpy(float)
+    n, d = _numbers(at, "n", "targets"), _numbers(at, "d", "targets")
     L0 = p["E"] + p["A"] / n ** p["alpha"] + p["B"] / d ** p["beta"]
     pred = pd.DataFrame({"n": n, "d": d, "source_loss": L0, "target_loss": l2l.predict(L0)})
     if actual:
         _need(at, [actual], "targets")
-        pred["actual"] = at[actual].to_numpy(float)
+        pred["actual"] = _numbers(at, actual, "targets", positive=False, loss=True)
     return Translation(source, l2l.kappa, l2l.K, l2l.E0, l2l.E1, l2l.r2, l2l.n_pairs, pred)
 

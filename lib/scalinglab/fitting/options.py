@@ -55,6 +55,29 @@ def hoffmann_grid() -> np.ndarray:
     return np.array([(e, a, b, al, be) for al, be, e, a, b in itertools.product(exps, exps, es, abs_, abs_)])
 
 
+def check_level(level, name: str = "level") -> float:
+    """An interval's level: a number strictly between 0 and 1, or a one-line UserError."""
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise UserError(f"{name} {level!r}: an interval's level lies strictly between 0 and 1")
+    return float(level)
+
+
+MAX_FIXED_EXPONENT = 100.0
+
+# Above this the Huber loss is least squares on every residual a loss can have (a log ratio of 100 is a loss
+# e^100 times another), and delta^2/2 in its linear branch overflows near 1e154: numpy printed warnings.
+MAX_DELTA = 100.0
+
+
+def check_delta(delta, name: str = "delta") -> float:
+    """The Huber threshold: a positive finite number at most MAX_DELTA, or a one-line UserError."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0 < delta <= MAX_DELTA:
+        shown = f"{delta:g}" if isinstance(delta, (int, float, np.floating)) else repr(delta)
+        raise UserError(f"{name} must be a positive finite number at most {MAX_DELTA:g} (least squares already), "
+                        f"not {shown}")
+    return float(delta)
+
+
 @dataclass(frozen=True)
 class Resampling:
     """How a fit's uncertainty is estimated: ``n`` refits (0: none) on resamples of the runs drawn with
@@ -67,11 +90,17 @@ class Resampling:
     level: float = 0.95
 
     def __post_init__(self):
-        if isinstance(self.n, bool) or int(self.n) != self.n or self.n < 0:
+        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer, float)) or int(self.n) != self.n \
+                or self.n < 0:
             raise UserError(f"the number of bootstrap resamples must be a whole number >= 0, not {self.n!r}")
+        if self.n == 1:   # one resample has no spread: its "interval" would be a point
+            raise UserError("bootstrap 1: one resample gives no interval; use 0 (none) or at least 2 (1000 is usual)")
         check_resample_count(int(self.n))
-        if not 0 < float(self.level) < 1:
-            raise UserError(f"level {self.level!r}: an interval's level lies strictly between 0 and 1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise UserError(f"seed {self.seed!r}: a resampling seed is a whole number >= 0")
+        check_level(self.level)
+        if self.by is not None and not isinstance(self.by, str):
+            raise UserError(f"bootstrap_by {self.by!r}: the name of a column")
         if self.by is not None and not self.n:
             raise UserError(f"resampling groups of {self.by!r} needs a number of resamples")
 
@@ -112,6 +141,9 @@ class FitOptions:
     solver: str = "grid"
 
     def __post_init__(self):
+        check_delta(self.delta)
+        if not isinstance(self.resampling, Resampling):
+            raise UserError(f"resampling must be a Resampling, not {type(self.resampling).__name__}")
         if self.solver not in SOLVERS:
             raise UserError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
         if self.solver == "varpro" and self.fixed:
@@ -119,6 +151,13 @@ class FitOptions:
                             "(--solver grid)")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
+        # An exponent held past MAX_FIXED_EXPONENT is no exponent a law means (beta = 1e300 was accepted). Up to
+        # it, a term it makes negligible at every run is reported as not identified (alpha = 10 is such a test).
+        for name, v in self.fixed:
+            if name in ("alpha", "beta") and v > MAX_FIXED_EXPONENT:
+                raise UserError(f"fixed {name} = {v:g}: an exponent is at most {MAX_FIXED_EXPONENT:g} (at 100, "
+                                f"{'N' if name == 'alpha' else 'D'}^-{name} is already below 1e-700 at any run)")
+
 
 
 def param_name(name: str) -> str:

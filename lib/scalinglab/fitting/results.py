@@ -255,6 +255,10 @@ class LawFit:
         bs = self.bootstrap
         if bs is None:
             raise UserError("no bootstrap: fit with a resample count (--bootstrap K) for intervals")
+        if level is not None:
+            from scalinglab.fitting.options import check_level
+
+            check_level(level)   # level=2 raised numpy's IndexError-free ValueError from inside percentile
         return bs.ci if level is None else bs.intervals(level)
 
     @property

@@ -28,13 +28,14 @@ import hashlib
 import json
 import math
 import zipfile
+import zlib
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, printable
 from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import PARAMS
@@ -173,8 +174,8 @@ def load(path) -> SavedFit:
         raise
     except FileNotFoundError:
         raise UserError(f"{where}: no such file") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
-            ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, NotImplementedError,
+            RuntimeError, ValueError) as exc:   # zlib.error: a flipped byte in the compressed member
         raise UserError(f"{where}: not a scalinglab fit file (not a readable zip archive: {exc})") from None
     if len(raw) > MAX_BYTES:
         raise UserError(f"{where}: {MEMBER} unpacks to more than {MAX_BYTES} bytes")
@@ -239,6 +240,18 @@ def _check_law(law: dict[str, float], what: str) -> None:
 # agree to rounding (1e-12 relative on Epoch's 240 runs). 1e-8 leaves room for any BLAS, and an edit to a
 # parameter moves the objective far more: a change of 1e-6 in alpha moves it by ~1e-5 relative.
 OBJECTIVE_RTOL = 1e-8
+# A relative tolerance alone fails an exact fit: there the objective is a sum of squared rounding errors
+# (1e-30), and another BLAS kernel's exp/log rounds each residual differently, changing it by 20%. Each residual
+# (a log of order 10) is good to OBJECTIVE_RESIDUAL_ULP; a change dr in every residual moves the Huber sum by at
+# most sum|psi(r)| dr + n dr^2 <= sqrt(2 n f) dr + n dr^2 (psi^2/2 <= huber). An edit of 1e-9 to any parameter
+# still moves every residual a thousand times more than that.
+OBJECTIVE_RESIDUAL_ULP = 1e-12
+
+
+def objective_tolerance(stored: float, n_rows: int) -> float:
+    """How far a fresh evaluation of the objective may lie from the stored one on any BLAS kernel."""
+    dr = OBJECTIVE_RESIDUAL_ULP
+    return OBJECTIVE_RTOL * abs(stored) + math.sqrt(2 * n_rows * abs(stored)) * dr + n_rows * dr * dr
 
 
 def _check_options(o: FitOptions) -> None:
@@ -289,7 +302,8 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
                 raise ValueError("a bootstrap replicate lies outside the fit's bounds")
     theta = to_theta(params)
     f = objective(theta, np.log(N), np.log(D), np.log(L), o.delta, block=o.block)
-    if not (math.isfinite(result.objective) and abs(f - result.objective) <= OBJECTIVE_RTOL * abs(result.objective)):
+    tol = objective_tolerance(result.objective, len(L))
+    if not (math.isfinite(result.objective) and abs(f - result.objective) <= tol):
         raise ValueError(f"its objective {result.objective:.6g} is not what its law gives on its runs ({f:.6g}); "
                          "the law or the runs were edited")
     flags = _bound_flags(theta, o)
@@ -303,6 +317,32 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
     if implied and result.status != implied or not implied and result.status not in ("converged", "max_iter"):
         raise ValueError(f"status {result.status!r} does not match its parameters (expected "
                          f"{implied or 'converged or max_iter'})")
+    if result.status == "converged":
+        # A forged file that recomputes the documented hash could call any law converged; the fit called it so
+        # only where the projected gradient was below status_gtol. Recomputed from the stored parameters (17
+        # digits) it agrees to rounding; 10x leaves room for any BLAS kernel.
+        grad = _projected_grad_norm(theta, N, D, L, o)
+        if not grad <= 10 * o.status_gtol:
+            raise ValueError(f"status 'converged', but the gradient at its law is {grad:.3g} (a converged fit's "
+                             f"is below {o.status_gtol:g}); the law was edited")
+    if bs is not None and len(bs.samples) >= 2 and np.all(bs.samples == bs.samples[0]) and \
+            result.objective > 1e-12:
+        # Resampled rows of runs that do not lie exactly on the law move the fit: replicates that all agree give
+        # intervals of zero width that no resampling made.
+        raise ValueError(f"its {len(bs.samples)} bootstrap replicates are all identical, though its runs do not "
+                         "lie on its law; the bootstrap was edited")
+
+
+def _projected_grad_norm(theta, N, D, L, o: FitOptions) -> float:
+    """The fit's convergence measure (as approach3.fit_arrays computes it): the largest projected gradient of
+    the Huber objective in the free coordinates."""
+    from scalinglab.fitting.options import parametrisation
+    from scalinglab.fitting.solver import projected_grad, value_and_grad
+
+    P = parametrisation(o)
+    lo, hi = np.asarray(o.lower), np.asarray(o.upper)
+    g = value_and_grad(theta, np.log(N), np.log(D), np.log(L), o.delta)[1]
+    return float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
 
 
 def from_json(obj: Any) -> SavedFit:
@@ -314,7 +354,7 @@ def from_json(obj: Any) -> SavedFit:
     if isinstance(version, bool) or not isinstance(version, int):
         raise UserError(f"a corrupt scalinglab fit file (version {version!r})")
     if version > VERSION:
-        by = str(obj.get("written_by", "a newer scalinglab"))[:40]
+        by = printable(obj.get("written_by", "a newer scalinglab"), 40)   # ESC sequences escaped
         raise UserError(f"written in fit format version {version} by {by}; "
                         f"this scalinglab reads version {VERSION} and older: upgrade scalinglab")
     if version < 1:
@@ -333,7 +373,13 @@ def from_json(obj: Any) -> SavedFit:
         o[k] = tuple(float(v) for v in _array(o[k], k))
         if len(o[k]) != 5:
             raise ValueError(f"options {k} must hold 5 numbers")
-    options = FitOptions(**o)
+    d = o.get("delta")
+    if isinstance(d, (int, float)) and not isinstance(d, bool) and not (math.isfinite(d) and 0 < d <= 100):
+        raise ValueError(f"option delta = {d:g}; it must be a positive number at most 100")
+    try:
+        options = FitOptions(**o)
+    except UserError as exc:   # FitOptions' own checks: worded by load as a corrupt file
+        raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]
     status = fit["status"]
     if status not in ("converged", "max_iter", "at_bound", "unidentified"):

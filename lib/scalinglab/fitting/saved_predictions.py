@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from scalinglab.errors import printable
 from scalinglab.fitting.domain import Domain, legend, short
 from scalinglab.fitting.forecast import prediction_rows
 from scalinglab.serialization import to_jsonable
@@ -42,7 +43,8 @@ class Forecast:
     def summary(self, fit: str = "fit", label: str = "runs") -> str:
         boot = f"{self.n_replicates} bootstrap replicates" if self.n_replicates else "no bootstrap: no mean interval"
         actual = any("actual" in r for r in self.rows)
-        lines = [f"{fit}: the law fitted on {self.n_fitted} runs of {self.source} (status {self.status}; {boot})",
+        lines = [f"{fit}: the law fitted on {self.n_fitted} runs of {printable(self.source, 200)} "
+                 f"(status {self.status}; {boot})",
                  f"{label}: {len(self.rows)} runs; {round(self.level * 100):d}% intervals: mean law = the law's value "
                  f"(bootstrap of its parameters), new run = one more run's loss (adds residual sd "
                  f"{self.residual_sd:.3g} in log loss)", ""]

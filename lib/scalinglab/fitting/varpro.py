@@ -43,15 +43,32 @@ def _design(alpha: np.ndarray, beta: np.ndarray, logN: np.ndarray, logD: np.ndar
     return np.stack(cols, axis=-1)
 
 
+# Pairs profiled at once are capped so that their (pairs, rows, 3) design stays near 4M values (~32 MB a copy):
+# the whole 1,600-pair grid over 300,000 rows asked for 3.6 GiB at once.
+_DESIGN_VALUES = 4_000_000
+
+
 def profile(alpha, beta, logN, logD, L, nonneg: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(rss (G,), coef (G, 3) = E, A, B): the best linear coefficients for each exponent pair (α_g, β_g).
 
     ``rss`` is Σ((L̂ − L)/L)². With ``nonneg`` the coefficients are ≥ 0 (NNLS, exact: the best feasible
-    solution over all active sets); without, plain least squares."""
+    solution over all active sets); without, plain least squares. Pairs are profiled in chunks (memory)."""
     alpha, beta = np.atleast_1d(np.asarray(alpha, float)), np.atleast_1d(np.asarray(beta, float))
+    chunk = max(1, _DESIGN_VALUES // (3 * max(len(L), 1)))
+    if len(alpha) > chunk:
+        parts = [_profile(alpha[i:i + chunk], beta[i:i + chunk], logN, logD, L, nonneg)
+                 for i in range(0, len(alpha), chunk)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return _profile(alpha, beta, logN, logD, L, nonneg)
+
+
+def _profile(alpha, beta, logN, logD, L, nonneg: bool) -> tuple[np.ndarray, np.ndarray]:
     X = _design(alpha, beta, logN, logD, L)
     # Columns scaled to unit norm: N^-α and 1 differ by orders of magnitude, the Gram matrix squares that.
     scale = np.sqrt(np.sum(X * X, axis=1))  # (G, 3)
+    # A column that underflows to zero (a large exponent on large N) stays zero instead of 0/0: that pair's
+    # solve then meets the ridge below, not NaN and a RuntimeWarning on stderr.
+    scale = np.where(scale > 0, scale, 1.0)
     Xs = X / scale[:, None, :]
     gram = np.matmul(Xs.transpose(0, 2, 1), Xs)
     rhs = Xs.sum(axis=1)  # Xsᵀ·1: the target (L/L) is all ones
@@ -168,6 +185,9 @@ def _checked(N, D, L):
         arrays.append(x)
     if len(arrays[2]) < 6:
         raise UserError(f"varpro: need at least 6 runs to fit 5 parameters with a residual; got {len(arrays[2])}")
+    from scalinglab.files import check_size
+
+    check_size("varpro_rows", len(arrays[2]), "varpro")
     return arrays
 
 
@@ -203,6 +223,9 @@ def _a_se(law: ScalingLaw, logN, logD, L, rss: float) -> float:
 def varpro_theta(logN, logD, logL, *, tied: bool = False) -> np.ndarray:
     """One start (e, a, b, α, β) for the Huber fit: the least-squares law, logs of E, A, B floored at e^-20
     (the fit's natural floor, where an NNLS zero belongs)."""
+    from scalinglab.files import check_size
+
+    check_size("varpro_rows", len(logL), "--solver varpro")
     L = np.exp(logL)
     al, be, coef, _, _ = search(logN, logD, L, tol=1e-6, tied=tied)
     logs = np.log(np.maximum(coef, np.exp(-20.0)))

@@ -133,6 +133,15 @@ def load_checkpoint_lm(path: Path | str, tokenizer=None, name: str | None = None
     if not path.is_file():
         raise UserError(f"{path}: no such checkpoint")
     _check_manifest(path)
+    from scalinglab.errors import shown
+    from scalinglab.files import regular_file
+
+    regular_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head != b"PK\x03\x04":   # torch.save writes a zip archive; a CSV or a bare pickle drew torch's internals
+        raise UserError(f"{path}: not a scalinglab GPT checkpoint (a checkpoint is the zip archive torch.save "
+                        f"writes; this file begins {shown(head.decode('latin-1'))})")
     try:
         model, meta = load_checkpoint(path, map_location="cpu")
     except (KeyError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # EOF: an empty file

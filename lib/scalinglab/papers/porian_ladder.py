@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.accounting.decoder import step_at
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, printable
 from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
 from scalinglab.serialization import to_jsonable
 from scalinglab.sweeps import NON_EMBEDDING_PRESETS, SweepStore
@@ -44,9 +44,13 @@ def _read(db: Path, standard: bool) -> tuple[pd.DataFrame, int]:
     """Seed-mean isoFLOP points (shape, n, flops, loss, seeds) of a finished-run database, and its vocabulary.
     ``standard``: step 1's reading of a ladder0 database (standard N, its standard budgets)."""
     store = SweepStore(db)
-    vocab = store.meta().get("vocab_size")
+    meta = store.meta()
+    vocab = meta.get("vocab_size")
     if vocab is None:
         raise UserError(f"{db}: not a sweep database (its sweep table has no vocab_size)")
+    if meta.get("preset") != db.stem:   # another sweep renamed ladder2.db printed a full table, exit 0
+        raise UserError(f"{db}: holds the {printable(meta.get('preset'), 40)} sweep, not {db.stem}; the ladder "
+                        f"reads each step from its own preset's database")
     runs = [(r["run_id"], r["width"], r["depth"], r["n_non_embedding"], r["n_standard"], r["spec"])
             for r in store.runs(finished_only=True)]
     curves = store.dense_curves()[["run_id", "step", "tokens", "budget", "loss"]]
@@ -237,6 +241,10 @@ def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N
     from scalinglab.papers import porian as porian_mod
 
     folder = Path(folder)
+    if not any((folder / f"{preset}.db").is_file() for _, preset, _, _ in STEPS):
+        # a folder with no databases printed a full table of "no fit" rows, exit 0
+        raise UserError(f"{folder}: holds none of {', '.join(sorted({p for _, p, _, _ in STEPS}))}.db; "
+                        "give the folder the ladder sweeps were written to")
     if porian is None:
         porian = porian_mod.published_exponents()
     out, prev = [], None

@@ -280,7 +280,7 @@ def run_sweep(preset: str, profile: str, db_path: Path | str, *, launcher: str =
     lease_s = lease_seconds(lease_s)
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    con = connect(db_path)  # a bad --db fails before the tokenizing
+    con = connect(db_path, identity=(preset, prof.name))  # a bad --db fails before the tokenizing
     try:
         check_identity(con, preset, prof.name)  # and so does another sweep's database
         tok, _, _ = load_tokens(prof)  # tokenize once here, not in every job

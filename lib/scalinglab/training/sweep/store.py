@@ -28,12 +28,20 @@ from scalinglab.training.sweep.plan import (NON_EMBEDDING_PRESETS, Profile, RunS
 
 # --- the database --------------------------------------------------------------------------
 
-def connect(db_path: Path | str) -> sqlite3.Connection:
+def connect(db_path: Path | str, identity: tuple[str, str] | None = None) -> sqlite3.Connection:
     """The sweep database at ``db_path``, created if new, its schema brought up to date; a UserError that
     says why not: a folder or another kind of file is "not a sweep database", a folder that does not
-    exist or cannot be written (sqlite says only "unable to open database file") is named as such."""
+    exist or cannot be written (sqlite says only "unable to open database file") is named as such.
+    ``identity`` (preset, profile): a database made for another sweep is refused before its schema is touched,
+    so a refused sweep leaves the database as it was."""
     try:
         con = sqlite3.connect(db_path, timeout=60)
+        if identity and con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sweep'").fetchone():
+            try:
+                check_identity(con, *identity)
+            except UserError:
+                con.close()
+                raise
         con.executescript(SCHEMA)
         _add_missing_columns(con)
     except sqlite3.DatabaseError as exc:  # another kind of file, a folder, or a file system that refuses
