@@ -136,7 +136,7 @@ def exponent_status(fit: dict | None, replicates: list) -> dict:
     at_floor = sum(r["e_at_floor"] for r in ok)
     identified = fit is not None and not (fit["e_at_floor"] and ok and at_floor >= 0.5 * len(ok))
     return dict(identified=bool(identified), e_at_floor=None if fit is None else fit["e_at_floor"],
-                replicates_e_at_floor=int(at_floor), replicates=len(ok),
+                replicates_e_at_floor=int(at_floor), replicates_fitted=len(ok),
                 a_range=[float(min(r["a"] for r in ok)), float(max(r["a"] for r in ok))] if ok else None,
                 beta_max=float(max(r["beta"] for r in ok)) if ok else None,
                 alpha_max=float(max(r["alpha"] for r in ok)) if ok else None)
