@@ -4,8 +4,8 @@ parameter-only band and, on request, the interval calibrated on runs left out (u
 :mod:`scalinglab.curves.calibration`), saved as JSON; a saved fit's prediction of a schedule. matplotlib is
 imported inside the plotting functions only.
 
-Saved fits are ``scalinglab-curve-fit/2`` (with the calibration when there is one); ``/1`` files, written
-before the calibration existed, still load, and predict with the parameter-only band alone.
+Saved fits are ``scalinglab-curve-fit/2`` (with the calibration when there is one); ``/1`` files (no
+calibration) still load, and predict with the parameter-only band alone.
 """
 
 from __future__ import annotations
