@@ -15,6 +15,11 @@ LAWS = ("multipower", "tissue", "baseline")   # mirrors scalinglab.curves.laws.L
 
 
 def register(sub) -> None:
+    _register_fit(sub)
+    _register_predict(sub)
+
+
+def _register_fit(sub) -> None:
     from scalinglab.cli import flags
 
     p = sub.add_parser("fit-curve", help="fit a loss-curve law to (run, step, lr, loss) rows",
@@ -49,6 +54,8 @@ def register(sub) -> None:
     p.add_argument("--save", metavar="PATH", help="save the fit (JSON) for predict-curve --fit")
     p.set_defaults(func=_fit)
 
+
+def _register_predict(sub) -> None:
     q = sub.add_parser("predict-curve", help="predict a schedule's loss curve from a saved curve fit",
                        description="Predict the loss curve of a learning-rate schedule from a fit saved by "
                                    "`fit-curve --save`: the schedule by name with parameters, e.g. "
