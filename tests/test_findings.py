@@ -456,9 +456,33 @@ def test_loss_curves_known_answers():
     # the reproduction's numbers and their differences from the published table, per size
     assert f"R² {rep['25M']['r2']:.4f} / {rep['100M']['r2']:.4f} / {rep['400M']['r2']:.4f}" in t
     assert "fitted as they ran it (an early-stopped AdamW)" in t and "25M / 100M / 400M" in t
-    cov = FIXTURE["06_loss_curves"]["coverage"]["multipower"]
-    assert f"{cov['inside']} of {cov['total']} unseen curves (multi-power (Huber optimum))" in t
-    assert "cannot identify it." in t and "Issue" not in t
+    # the objective ratios per size, both fits under the same convention of the sum
+    assert " / ".join(f"{rep[k]['objective_ratio']:.2f}" for k in ("25M", "100M", "400M")) + " times" in t
+    cal = FIXTURE["06_loss_curves"]["curve_calibration"]["by_fit"]["multipower"]
+    counts = "/".join(str(cal[k]["inside"]) for k in ("25M", "100M", "400M"))
+    assert f"hold {counts} of 6 unseen final losses at 25M/100M/400M (multi-power optimum)" in t
+    assert "(unit: schedule; each of the 3 training schedules left out in turn, t on 2 df, log loss)" in t
+    assert "Issue" not in t
+
+
+def test_loss_curves_small_differences_keep_their_first_digit():
+    summary = copy.deepcopy(FIXTURE["06_loss_curves"])
+    rep = summary["mpl_reproduction"]["400M"]
+    rep["r2"] = rep["r2_published"] - 0.00004
+    t = text("06_loss_curves", summary)
+    assert "/ −0.00004 (R²)" in t and "0.0000 (R²)" not in t
+
+
+def test_loss_curves_one_run_exponent_is_a_bound_unless_identified():
+    summary = copy.deepcopy(FIXTURE["06_loss_curves"])
+    one = summary["one_run"]
+    assert one["identified"] is False   # the fixture's run: E on its floor in the fit and its replicates
+    t = text("06_loss_curves", summary)
+    assert (f"not identified: E sits at its floor 0 in the Approach-3 fit and in {one['replicates_e_at_floor']} "
+            f"of {one['replicates_fitted']} replicates") in t and "a range, not an interval" in t
+    one.update(identified=True, a=0.4321, a_interval=[0.31, 0.52])
+    t = text("06_loss_curves", summary)
+    assert "give an Approach-3 exponent a = 0.43 (95% 0.31–0.52)" in t and "not identified" not in t
 
 
 def test_loss_curves_reads_the_separate_runs_exponent_when_there_is_one():

@@ -13,10 +13,13 @@ Positions are in tokens (``total``, ``warmup``, ``step_size`` = tokens per step)
 - ``cosine``: from the peak at the end of warmup to ``min_lr_ratio``·peak at ``total`` (Hoffmann et al. 2022;
   their floor is a tenth of the peak);
 - ``wsd``: warmup-stable-decay (Hu et al. 2024, MiniCPM; Hägele et al. 2024): the peak until the last
-  ``cooldown`` fraction of the run (0.2: the last 20% of its steps), then linear from the peak to
-  ``min_lr_ratio``·peak at ``total``. The floor is the cosine's, a tenth of the peak, as in Luo et al. 2025's
-  runs (their ``wsdld``: linear decay to η_min = η_max/10 over the last 4,000 of 24,000 steps); Hägele et al.
-  decay to zero (``min_lr_ratio=0``);
+  ``cooldown`` fraction of the run (0.2: the last 20% of its steps), then from the peak to ``min_lr_ratio``·peak
+  at ``total``: linearly (``decay="linear"``, the default, what our training runs use and their databases
+  record: Luo et al. 2025's ``wsdld``, linear decay to η_min = η_max/10 over the last 4,000 of 24,000 steps) or
+  geometrically (``decay="geometric"``: η_max^(1−f)·η_min^f at the cooldown's fraction f, Luo et al.'s ``wsd``).
+  The floor is the cosine's, a tenth of the peak, as in Luo et al.'s runs; Hägele et al. decay linearly to zero
+  (``min_lr_ratio=0``, which a geometric decay cannot reach). The curve commands name the shapes as Luo et al. do
+  (:data:`NAMED`: ``wsd`` geometric, ``wsdld`` linear);
 - ``step``: two stages, the peak until ``drop_at`` of the run (0.5) and ``drop_factor``·peak (0.1) after it:
   Luo et al. 2025's two-stage schedule (their ``wsdcon_3``: 3e-4 for steps 0-8,000 of 16,000, then 3e-5).
 
@@ -34,6 +37,10 @@ import numpy as np
 from scalinglab.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd", "step")
+DECAYS = ("linear", "geometric")
+# the schedule names of the curve commands (``wsd:peak=...``), Luo et al. 2025's: name -> (Schedule name, decay)
+NAMED = {"constant": ("constant", "linear"), "cosine": ("cosine", "linear"), "wsd": ("wsd", "geometric"),
+         "wsdld": ("wsd", "linear"), "step": ("step", "linear")}
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,19 @@ class Schedule:
     warmup: float = 0.0
     step_size: float = 1.0         # tokens per step (1: positions are steps)
     min_lr_ratio: float = 0.1      # cosine and wsd end here, as a fraction of the peak
-    cooldown: float = 0.2          # wsd: the last fraction of the run, decayed linearly
+    cooldown: float = 0.2          # wsd: the last fraction of the run, decayed
     drop_at: float = 0.5           # step: where the rate drops, as a fraction of the run
     drop_factor: float = 0.1       # step: the rate after the drop, as a fraction of the peak
+    decay: str = "linear"          # wsd's cooldown: linear (Luo et al.'s wsdld) or geometric (their wsd)
 
     def __post_init__(self) -> None:
         if self.name not in SCHEDULES:
             raise UserError(f"schedule must be one of {SCHEDULES}, not {self.name!r}")
+        if self.decay not in DECAYS:
+            raise UserError(f"schedule {self.name}: decay must be one of {', '.join(DECAYS)}, not {self.decay!r}")
+        if self.name == "wsd" and self.decay == "geometric" and not self.min_lr_ratio > 0:
+            raise UserError(f"schedule {self.name}: a geometric cooldown needs a floor above 0, not "
+                            f"{self.min_lr_ratio!r}")
         checks = [("peak", self.peak, self.peak >= 0), ("total", self.total, self.total > 0),
                   ("warmup", self.warmup, self.warmup >= 0), ("step_size", self.step_size, self.step_size > 0),
                   ("min_lr_ratio", self.min_lr_ratio, 0 <= self.min_lr_ratio <= 1),
@@ -80,6 +93,8 @@ class Schedule:
             if position < start:
                 return peak
             left = min(max(total - position, 0.0) / (total - start), 1.0)
+            if self.decay == "geometric":
+                return peak * self.min_lr_ratio ** (1.0 - left)
             return floor + (peak - floor) * left
         return peak if position < total * self.drop_at else peak * self.drop_factor  # step
 

@@ -15,14 +15,22 @@ LAWS = ("multipower", "tissue", "baseline")   # mirrors scalinglab.curves.laws.L
 
 
 def register(sub) -> None:
+    _register_fit(sub)
+    _register_predict(sub)
+
+
+def _register_fit(sub) -> None:
     from scalinglab.cli import flags
 
     p = sub.add_parser("fit-curve", help="fit a loss-curve law to (run, step, lr, loss) rows",
                        description="Fit a law of the whole loss curve under its learning-rate schedule to a table "
-                                   "with one row per (run, logged step): step counts the steps done, lr is that "
-                                   "step's rate, loss the loss after it. Rates between rows are interpolated "
-                                   "linearly. One parameter set for all runs; Huber (delta 1e-3) on log loss. "
-                                   "--bootstrap K resamples blocks of consecutive steps' residuals.")
+                                   "with one row per (run, step): step counts the steps done, lr is that step's "
+                                   "rate, loss the loss after it (empty where none was logged). Rates between rows "
+                                   "are interpolated linearly, unless --schedule gives a run's every step. One "
+                                   "parameter set for all runs; Huber (delta 1e-3) on log loss. --bootstrap K "
+                                   "resamples blocks of consecutive steps' residuals (a parameter-only band); "
+                                   "--calibrate leaves each run (a schedule) out in turn for an interval that holds "
+                                   "the misfit on a new schedule.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV with columns run, step, lr, loss")
     src.add_argument("--dataset", action="append", metavar="NAME",
@@ -30,6 +38,15 @@ def register(sub) -> None:
     p.add_argument("--law", default="multipower", choices=LAWS,
                    help="multipower (Luo et al. 2025, default), tissue (Tissue et al. 2024), baseline (power law "
                         "in steps)")
+    p.add_argument("--schedule", action="append", metavar="SPEC",
+                   help="a run's exact schedule, step by step (repeatable): a CSV of run, step, lr rows (every step, "
+                        "or rows interpolated), or [RUN=]NAME:key=value,... as predict-curve reads it (no RUN=: "
+                        "every run); the table's lr column, where given, must agree. --dataset mpl-* rebuilds "
+                        "Luo et al.'s schedules itself")
+    p.add_argument("--calibrate", action="store_true",
+                   help="also calibrate the interval on schedules the fit never saw: each run left out in turn, "
+                        "the law refitted on the others, the last tenth of its logged losses predicted; a random "
+                        "effect per run gives the interval predict-curve shows for a new schedule (needs 3 runs)")
     flags.add_where(p)
     flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of blocks of consecutive steps' residuals")
     flags.add_json(p, "print the fit's JSON (to_dict)")
@@ -37,12 +54,16 @@ def register(sub) -> None:
     p.add_argument("--save", metavar="PATH", help="save the fit (JSON) for predict-curve --fit")
     p.set_defaults(func=_fit)
 
+
+def _register_predict(sub) -> None:
     q = sub.add_parser("predict-curve", help="predict a schedule's loss curve from a saved curve fit",
                        description="Predict the loss curve of a learning-rate schedule from a fit saved by "
                                    "`fit-curve --save`: the schedule by name with parameters, e.g. "
-                                   "'wsd:peak=3e-4,cooldown=0.2,steps=24000' (names constant, cosine, wsd, step; "
-                                   "keys peak, steps, warmup, cooldown, floor, drop_at, drop_factor), or a CSV "
-                                   "of one run's (run, step, lr) rows. Intervals when the fit was bootstrapped.")
+                                   "'wsd:peak=3e-4,cooldown=0.2,steps=24000' (Luo et al.'s names: constant, "
+                                   "cosine, wsd (geometric cooldown), wsdld (linear cooldown), step; keys peak, "
+                                   "steps, warmup, cooldown, floor, drop_at, drop_factor), or a CSV of one run's "
+                                   "(run, step, lr) rows. The calibrated interval when the fit was saved with "
+                                   "--calibrate; else the parameter-only band when it was bootstrapped.")
     q.add_argument("schedule", help="NAME:key=value,... or a CSV file with columns run, step, lr")
     q.add_argument("--fit", required=True, metavar="PATH", help="a fit saved by fit-curve --save")
     q.add_argument("--at", metavar="STEPS", help="comma-separated steps to predict (default: 12 spread over the run)")
@@ -52,20 +73,26 @@ def register(sub) -> None:
 
 
 def _fit(args) -> int:
+    from scalinglab.curves.data import schedule_specs
     from scalinglab.curves.report import fit_table
     from scalinglab.files import check_outputs
     from scalinglab.serialization import dumps
 
     check_level(args.level)
-    check_outputs({"--plot": args.plot, "--save": args.save}, [args.csv])
+    inputs = [args.csv] + [s for s in args.schedule or [] if ":" not in s]
+    check_outputs({"--plot": args.plot, "--save": args.save}, inputs)
+    schedules = schedule_specs(args.schedule or [], read_frame)
     if args.csv:
         df, label = read_frame(args.csv), args.csv
     else:
         from scalinglab.curves.data import registered_table
 
-        df, label = registered_table(args.dataset), ", ".join(args.dataset)
+        df, known = registered_table(args.dataset)
+        label = ", ".join(args.dataset)
+        schedules = {**known, **schedules}
     df, _ = select_rows(df, args.where or [], [], label)
-    report = fit_table(df, args.law, n_boot=args.bootstrap, seed=args.seed, level=args.level, source=label)
+    report = fit_table(df, args.law, n_boot=args.bootstrap, seed=args.seed, level=args.level, source=label,
+                       schedules=schedules, calibrate=args.calibrate)
     if args.save:
         report.save(args.save)
     if args.plot:

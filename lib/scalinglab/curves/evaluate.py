@@ -5,8 +5,10 @@ repository's ``src/evaluation.py``): per curve over every logged point, R² on t
 (1 − SS_res/SS_tot), MAE, RMSE, PredE = mean |L − L̂|/L and WorstE = max |L − L̂|/L; then each averaged over the
 curves.
 
-Intervals come from a moving-block residual bootstrap over steps. A fitted curve's log residuals are strongly
-autocorrelated (the law misses slow bends, not independent points), so resampling single points would treat a
+The parameter-only band comes from a moving-block residual bootstrap over steps (the interval for a new
+schedule is :mod:`scalinglab.curves.calibration`'s, calibrated on schedules left out). A fitted curve's log
+residuals are strongly autocorrelated (the law misses slow bends, not independent points), so resampling single
+points would treat a
 few hundred correlated points as independent and give intervals too narrow. Each replicate rebuilds every
 training curve as fit·exp(r*), r* the curve's own residuals resampled in circular blocks of ``block`` consecutive
 logged points, refits the law from the fit's parameters, and predicts. The block length is the first lag at which
@@ -92,6 +94,7 @@ class CurveBootstrap:
 
     def to_dict(self) -> dict:
         return to_jsonable(dict(law=self.law, replicates=len(self.thetas), block=self.block, level=self.level,
+                                band="parameter-only",
                                 unit="blocks of consecutive logged points within each training curve"))
 
 
@@ -115,7 +118,9 @@ def bootstrap(fit: CurveFit, curves: list[Curve], n_boot: int = 200, *, block: i
 
 @dataclass(frozen=True)
 class Prediction:
-    """One unseen curve predicted: metrics, the final loss and its interval, whether the interval holds it."""
+    """One unseen curve predicted: metrics, the final loss and its intervals, whether each holds it: the block
+    bootstrap's parameter-only band (``final_lo``, ``final_hi``) and the interval calibrated on schedules left
+    out (``cal_lo``, ``cal_hi``, :mod:`scalinglab.curves.calibration`)."""
 
     name: str
     metrics: dict
@@ -123,28 +128,44 @@ class Prediction:
     final_pred: float
     final_lo: float | None = None
     final_hi: float | None = None
+    cal_lo: float | None = None
+    cal_hi: float | None = None
 
     @property
     def inside(self) -> bool | None:
+        """Whether the parameter-only band holds the final loss."""
         if self.final_lo is None:
             return None
         return bool(self.final_lo <= self.final <= self.final_hi)
 
+    @property
+    def cal_inside(self) -> bool | None:
+        if self.cal_lo is None or not np.isfinite(self.cal_lo):
+            return None
+        return bool(self.cal_lo <= self.final <= self.cal_hi)
+
     def to_dict(self) -> dict:
         return to_jsonable(dict(name=self.name, **self.metrics, final=self.final, final_pred=self.final_pred,
-                                final_lo=self.final_lo, final_hi=self.final_hi, inside=self.inside))
+                                param_lo=self.final_lo, param_hi=self.final_hi, param_inside=self.inside,
+                                cal_lo=self.cal_lo, cal_hi=self.cal_hi, cal_inside=self.cal_inside))
 
 
-def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | None = None) -> list[Prediction]:
+def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | None = None,
+                   cal=None) -> list[Prediction]:
+    """Each curve predicted by ``fit``, with the parameter-only band of ``boot`` and the calibrated interval of
+    ``cal`` (a :class:`scalinglab.curves.calibration.CurveCalibration`) at its final loss, when given."""
     out = []
     for c in curves:
         p = prepare(c, warmup_in_sum=fit.warmup_in_sum)
         pred = fit.predict(p)
-        lo = hi = None
+        lo = hi = clo = chi = None
         if boot is not None:
             lo_a, hi_a = boot.interval(p)
             lo, hi = float(lo_a[-1]), float(hi_a[-1])
-        out.append(Prediction(c.name, metrics(c.loss, pred), float(c.loss[-1]), float(pred[-1]), lo, hi))
+        if cal is not None:
+            clo_a, chi_a = cal.interval(pred[-1:])
+            clo, chi = float(clo_a[0]), float(chi_a[0])
+        out.append(Prediction(c.name, metrics(c.loss, pred), float(c.loss[-1]), float(pred[-1]), lo, hi, clo, chi))
     return out
 
 

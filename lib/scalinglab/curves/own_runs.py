@@ -15,6 +15,7 @@ import numpy as np
 
 from scalinglab.curves import evaluate as E
 from scalinglab.curves import fit as F
+from scalinglab.curves.calibration import calibrate_schedules
 from scalinglab.curves.data import own_curves
 from scalinglab.curves.laws import LAWS, Curve, prepare
 from scalinglab.errors import UserError
@@ -37,20 +38,24 @@ def groups(db) -> dict[tuple[int, int], dict[str, Curve]]:
 
 
 def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, seed: int = 0,
-                store: dict | None = None) -> list[dict]:
-    """One row per (model, law, unseen schedule): metrics, the final loss, its prediction and interval.
-    ``store``, if given, receives each (width, seed, law)'s (fit, bootstrap)."""
+                store: dict | None = None, level: float = 0.95) -> list[dict]:
+    """One row per (model, law, unseen schedule): metrics, the final loss, its prediction, the block bootstrap's
+    parameter-only band and the interval calibrated on the model's two training schedules, each left out in
+    turn (one refit on the other: two residuals, a t on 1 degree of freedom, in log loss).
+    ``store``, if given, receives each (width, seed, law)'s (fit, bootstrap, calibration)."""
     rows = []
     for (width, rep), g in sorted(groups(db).items()):
         train, test = [g[s] for s in TRAIN_SCHEDULES], [g[s] for s in TEST_SCHEDULES]
         for law in laws:
             fit = F.fit_curves(train, law)
-            boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
+            boot = E.bootstrap(fit, train, n_boot, seed=seed, level=level) if n_boot else None
+            cal = calibrate_schedules(train, lambda cs, lw=law: F.fit_curves(cs, lw), law, level=level)
             if store is not None:
-                store[(width, rep, law)] = (fit, boot)
-            for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot)):
+                store[(width, rep, law)] = (fit, boot, cal)
+            for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot, cal)):
                 rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
-                                 status=fit.status, block=boot.block if boot else None, **p.to_dict()))
+                                 status=fit.status, block=boot.block if boot else None,
+                                 cal_half_width=cal.calibration.half_width, **p.to_dict()))
     return rows
 
 
@@ -78,7 +83,7 @@ def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int 
             continue
         train = [g[s] for s in TRAIN_SCHEDULES]
         if store and (width, rep, "multipower") in store:
-            fit, boot = store[(width, rep, "multipower")]
+            fit, boot = store[(width, rep, "multipower")][:2]
         else:
             fit = F.fit_curves(train, "multipower")
             boot = E.bootstrap(fit, train, n_boot, seed=seed) if n_boot else None
@@ -94,10 +99,12 @@ def one_run_points(db, fractions=(0.25, 0.4, 0.55, 0.7, 0.85, 1.0), n_boot: int 
     return dict(points=pts, replicates=np.array(reps), real=real)
 
 
-def approach3_exponent(points: list[dict], losses=None) -> float | None:
-    """a = β/(α+β) of the Chinchilla law fitted (Approach 3, Huber) to the points; None when they cannot
-    identify it."""
-    from scalinglab.fitting.approach3 import CHINCHILLA
+def approach3_fit(points: list[dict], losses=None) -> dict | None:
+    """The Chinchilla law fitted (Approach 3, Huber) to the points: a = β/(α+β), E, α, β, and whether E sits on
+    its floor (E ≈ 0, log E at the solver's natural floor): then the fit has no irreducible loss and a is set by
+    whatever split of the curvature between N and D the few points allow, not identified. None when the fit
+    fails or a is not finite."""
+    from scalinglab.fitting.approach3 import CHINCHILLA, NATURAL_FLOOR
     from scalinglab.fitting.laws.base import fit_law
 
     N = np.array([p["n"] for p in points], float)
@@ -108,4 +115,28 @@ def approach3_exponent(points: list[dict], losses=None) -> float | None:
     except UserError:
         return None
     a = float(r.a)
-    return a if np.isfinite(a) else None
+    if not np.isfinite(a):
+        return None
+    E_ = float(r.params["E"])
+    return dict(a=a, E=E_, alpha=float(r.params["alpha"]), beta=float(r.params["beta"]),
+                e_at_floor=bool(E_ <= 0 or np.log(E_) <= NATURAL_FLOOR[0] + 1e-3))
+
+
+def approach3_exponent(points: list[dict], losses=None) -> float | None:
+    """a = β/(α+β) of :func:`approach3_fit`; None when the points cannot give one."""
+    r = approach3_fit(points, losses)
+    return None if r is None else r["a"]
+
+
+def exponent_status(fit: dict | None, replicates: list) -> dict:
+    """Whether the one-run exponent is an estimate: not when E sits on its floor in the fit and in most
+    replicates (a is then bounded by what the points allow, not estimated). Counts, and the replicates' range
+    of a and largest β, computed."""
+    ok = [r for r in replicates if r is not None]
+    at_floor = sum(r["e_at_floor"] for r in ok)
+    identified = fit is not None and not (fit["e_at_floor"] and ok and at_floor >= 0.5 * len(ok))
+    return dict(identified=bool(identified), e_at_floor=None if fit is None else fit["e_at_floor"],
+                replicates_e_at_floor=int(at_floor), replicates_fitted=len(ok),
+                a_range=[float(min(r["a"] for r in ok)), float(max(r["a"] for r in ok))] if ok else None,
+                beta_max=float(max(r["beta"] for r in ok)) if ok else None,
+                alpha_max=float(max(r["alpha"] for r in ok)) if ok else None)

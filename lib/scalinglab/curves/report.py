@@ -1,6 +1,11 @@
 """What ``scalinglab fit-curve`` and ``predict-curve`` compute and print: a curve law fitted to a table of
-(run, step, lr, loss) rows with block-bootstrap intervals, saved as JSON; a saved fit's prediction of a schedule.
-matplotlib is imported inside the plotting functions only.
+(run, step, lr, loss) rows (schedules from the table or given step by step), with the block bootstrap's
+parameter-only band and, on request, the interval calibrated on runs left out (unit: the schedule,
+:mod:`scalinglab.curves.calibration`), saved as JSON; a saved fit's prediction of a schedule. matplotlib is
+imported inside the plotting functions only.
+
+Saved fits are ``scalinglab-curve-fit/2`` (with the calibration when there is one); ``/1`` files (no
+calibration) still load, and predict with the parameter-only band alone.
 """
 
 from __future__ import annotations
@@ -11,13 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalinglab.curves import evaluate as E
+from scalinglab.curves.calibration import CurveCalibration, calibrate_schedules, from_saved
 from scalinglab.curves.data import curves_from_table, parse_schedule
 from scalinglab.curves.fit import CurveFit, fit_curves
 from scalinglab.curves.laws import LAWS, Curve, prepare
 from scalinglab.errors import UserError
 from scalinglab.serialization import dumps, to_jsonable
 
-SAVED_FORMAT = "scalinglab-curve-fit/1"
+SAVED_FORMAT = "scalinglab-curve-fit/2"
+READABLE_FORMATS = ("scalinglab-curve-fit/1", SAVED_FORMAT)   # /1: no calibration
 
 
 @dataclass(frozen=True)
@@ -29,19 +36,22 @@ class CurveFitReport:
     runs: tuple               # per run: name, points, r2, prede, final loss and fitted
     curves: tuple             # the curves fitted (for the plot)
     boot: E.CurveBootstrap | None = None
+    calibration: CurveCalibration | None = None
 
     def summary(self) -> str:
         lines = [f"{self.source}:", self.fit.summary()]
         if self.boot is not None:
-            lines.append(f"bootstrap: {len(self.boot.thetas)} resamples of blocks of {self.boot.block} consecutive "
-                         f"logged points within each run (residuals, moving blocks); {self.boot.level:.0%} "
-                         "intervals")
+            lines.append(f"bootstrap (parameter-only): {len(self.boot.thetas)} resamples of blocks of "
+                         f"{self.boot.block} consecutive logged points within each run (residuals, moving "
+                         f"blocks); {self.boot.level:.0%} intervals")
             for name, (lo, hi) in self._param_intervals().items():
                 lines.append(f"  {name:>6} {self.fit.params[name]:.4g}  [{lo:.4g}, {hi:.4g}]")
         lines.append(f"{'run':>24} {'points':>7} {'R2':>8} {'PredE':>8} {'final':>8} {'fitted':>8}")
         for r in self.runs:
             lines.append(f"{r['run']:>24} {r['points']:7d} {r['r2']:8.4f} {r['prede']:8.5f} {r['final']:8.4f} "
                          f"{r['fitted']:8.4f}")
+        if self.calibration is not None:
+            lines.append(self.calibration.summary())
         return "\n".join(lines)
 
     def _param_intervals(self) -> dict:
@@ -52,7 +62,9 @@ class CurveFitReport:
     def to_dict(self) -> dict:
         d = dict(source=self.source, fit=self.fit.to_dict(), runs=list(self.runs))
         if self.boot is not None:
-            d["bootstrap"] = dict(self.boot.to_dict(), intervals=self._param_intervals())
+            d["bootstrap"] = dict(self.boot.to_dict(), intervals=self._param_intervals(), band="parameter-only")
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.to_dict()
         return to_jsonable(d)
 
     def save(self, path) -> None:
@@ -61,7 +73,8 @@ class CurveFitReport:
         d = dict(format=SAVED_FORMAT, fit=self.fit.to_dict(),
                  bootstrap=None if self.boot is None else dict(
                      thetas=self.boot.thetas.tolist(), block=self.boot.block, level=self.boot.level,
-                     residuals=np.concatenate(self.boot.residuals).tolist()))
+                     residuals=np.concatenate(self.boot.residuals).tolist()),
+                 calibration=None if self.calibration is None else self.calibration.saved())
         with atomic_write(path, f"--save {path}") as tmp:
             tmp.write_text(dumps(d))
 
@@ -87,18 +100,26 @@ class CurveFitReport:
 
 
 def fit_table(df, law: str = "multipower", *, n_boot: int = 0, seed: int = 0, level: float = 0.95,
-              source: str = "table") -> CurveFitReport:
-    """Fit ``law`` to every run of a (run, step, lr, loss) table jointly; with ``n_boot``, the block bootstrap."""
-    curves = curves_from_table(df, source)
+              source: str = "table", schedules: dict | None = None, calibrate: bool = False) -> CurveFitReport:
+    """Fit ``law`` to every run of a (run, step, lr, loss) table jointly (``schedules``: runs' exact per-step
+    rates, :func:`curves_from_table`); with ``n_boot``, the block bootstrap; with ``calibrate``, the interval
+    calibrated on runs left out in turn (each run one schedule)."""
+    curves = curves_from_table(df, source, schedules=schedules)
     fit = fit_curves(curves, law)
     boot = E.bootstrap(fit, curves, n_boot, level=level, seed=seed) if n_boot else None
+    cal = None
+    if calibrate:
+        if len(curves) < 3:
+            raise UserError(f"--calibrate: {len(curves)} run(s); leaving one schedule out in turn needs at least 3 "
+                            "(two refits on the others, two residuals)")
+        cal = calibrate_schedules(curves, lambda cs: fit_curves(cs, law), law, level=level)
     runs = []
     for c in curves:
         pred = fit.predict(c)
         m = E.metrics(c.loss, pred)
         runs.append(dict(run=c.name, points=len(c.at), r2=m["r2"], prede=m["prede"], final=float(c.loss[-1]),
                          fitted=float(pred[-1])))
-    return CurveFitReport(source, fit, tuple(runs), tuple(curves), boot)
+    return CurveFitReport(source, fit, tuple(runs), tuple(curves), boot, cal)
 
 
 @dataclass(frozen=True)
@@ -109,17 +130,37 @@ class CurvePrediction:
     law: str
     steps: np.ndarray
     loss: np.ndarray
-    lo: np.ndarray | None = None
+    lo: np.ndarray | None = None          # the parameter-only band (block bootstrap), when the fit has one
     hi: np.ndarray | None = None
     level: float | None = None
+    cal_lo: np.ndarray | None = None      # the interval calibrated on schedules left out, when the fit has one
+    cal_hi: np.ndarray | None = None
+    calibration: CurveCalibration | None = None
+
+    @property
+    def interval_kind(self) -> str:
+        if self.cal_lo is not None:
+            return "calibrated"
+        return "parameter-only" if self.lo is not None else "none"
 
     def summary(self) -> str:
         head = f"{self.law} law, schedule {self.schedule}: predicted loss"
+        cal = self.calibration
+        if self.cal_lo is not None:
+            head += (f"; {cal.calibration.level:.0%} interval calibrated on {cal.calibration.n_units} schedules left "
+                     f"out in turn (unit: schedule; log loss, t on {cal.calibration.df} df)")
+        elif cal is not None:
+            head += f"; no calibrated interval ({cal.calibration.reason})"
+        else:
+            head += "; no calibrated interval (the fit was saved without --calibrate)"
         if self.lo is not None:
-            head += f" with {self.level:.0%} intervals (bootstrap, new-run: one training residual added)"
-        lines = [head, f"{'step':>8} {'loss':>8}" + (f" {'low':>8} {'high':>8}" if self.lo is not None else "")]
+            head += f"; {self.level:.0%} parameter-only band (block bootstrap, one training residual added)"
+        cols = [("low", "high")] * (self.cal_lo is not None) + [("p-low", "p-high")] * (self.lo is not None)
+        lines = [head, f"{'step':>8} {'loss':>8}" + "".join(f" {a:>8} {b:>8}" for a, b in cols)]
         for i, s in enumerate(self.steps):
             row = f"{int(s):8d} {self.loss[i]:8.4f}"
+            if self.cal_lo is not None:
+                row += f" {self.cal_lo[i]:8.4f} {self.cal_hi[i]:8.4f}"
             if self.lo is not None:
                 row += f" {self.lo[i]:8.4f} {self.hi[i]:8.4f}"
             lines.append(row)
@@ -127,7 +168,9 @@ class CurvePrediction:
 
     def to_dict(self) -> dict:
         return to_jsonable(dict(schedule=self.schedule, law=self.law, steps=self.steps, loss=self.loss,
-                                low=self.lo, high=self.hi, level=self.level))
+                                interval=self.interval_kind, low=self.cal_lo, high=self.cal_hi,
+                                parameter_only_low=self.lo, parameter_only_high=self.hi, level=self.level,
+                                calibration=None if self.calibration is None else self.calibration.to_dict()))
 
     def plot(self, path) -> None:
         import matplotlib.pyplot as plt
@@ -136,22 +179,26 @@ class CurvePrediction:
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
         ax.plot(self.steps, self.loss, "-", label="predicted")
+        if self.cal_lo is not None:
+            ax.fill_between(self.steps, self.cal_lo, self.cal_hi, alpha=0.2, lw=0,
+                            label=f"{self.calibration.calibration.level:.0%} interval, calibrated on schedules")
         if self.lo is not None:
-            ax.fill_between(self.steps, self.lo, self.hi, alpha=0.3, lw=0, label=f"{self.level:.0%} interval")
+            ax.fill_between(self.steps, self.lo, self.hi, alpha=0.4, lw=0,
+                            label=f"{self.level:.0%} parameter-only band")
         ax.set(xscale="log", xlabel="step", ylabel="loss (nats per token)", title=f"{self.law} law: {self.schedule}")
         ax.legend(fontsize=8)
         save_figure(path, fig)
         plt.close(fig)
 
 
-def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None]:
+def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None, CurveCalibration | None]:
     from scalinglab.files import regular_file
 
     regular_file(path)
     try:
         with open(path, encoding="utf-8") as fh:
             d = json.loads(fh.read())
-        if not isinstance(d, dict) or d.get("format") != SAVED_FORMAT or not isinstance(d.get("fit"), dict):
+        if not isinstance(d, dict) or d.get("format") not in READABLE_FORMATS or not isinstance(d.get("fit"), dict):
             raise ValueError("not a saved curve fit")
         f = d["fit"]
         if f.get("law") not in LAWS:
@@ -162,12 +209,16 @@ def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None]:
         b = d.get("bootstrap")
         boot = None if b is None else E.CurveBootstrap(
             fit.law, np.array(b["thetas"], float), int(b["block"]), float(b["level"]), (np.array(b["residuals"]),))
+        c = d.get("calibration")
+        cal = None if c is None else from_saved(c)
+        if cal is not None and cal.law != fit.law:
+            raise ValueError("calibration of another law")
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, UnicodeDecodeError):
         # A JSON list, a nesting deep enough to exhaust the recursion limit, a missing or mistyped field.
         raise UserError(f"{path}: not a curve fit saved by `scalinglab fit-curve --save`") from None
     if not all(np.isfinite(v) for v in fit.params.values()) or (boot is not None and not 0 < boot.level < 1):
         raise UserError(f"{path}: a corrupt curve fit (a parameter that is not finite, or a level outside (0, 1))")
-    return fit, boot
+    return fit, boot, cal
 
 
 def predict_schedule(fit_path, schedule: str, *, at=None, points: int = 12, source: str | None = None,
@@ -182,7 +233,7 @@ def predict_schedule(fit_path, schedule: str, *, at=None, points: int = 12, sour
         lrs = curves[0].lrs
     else:
         lrs = parse_schedule(schedule)
-    fit, boot = load_fit(fit_path)
+    fit, boot, cal = load_fit(fit_path)
     T = len(lrs)
     if at is None:
         start = max(int(np.argmax(lrs)) + 2, 1)
@@ -196,7 +247,10 @@ def predict_schedule(fit_path, schedule: str, *, at=None, points: int = 12, sour
         raise UserError(f"schedule {schedule}: shorter ({T} steps) than the curve asked for (step {int(at[-1])})")
     p = prepare(Curve(schedule, lrs, at))
     pred = LAWS[fit.law].predict(fit.theta, p)
-    if boot is None:
-        return CurvePrediction(schedule, fit.law, at, pred)
-    lo, hi = boot.interval(p)
-    return CurvePrediction(schedule, fit.law, at, pred, lo, hi, boot.level)
+    lo = hi = level = cal_lo = cal_hi = None
+    if boot is not None:
+        lo, hi = boot.interval(p)
+        level = boot.level
+    if cal is not None and cal.ok:
+        cal_lo, cal_hi = cal.interval(pred)
+    return CurvePrediction(schedule, fit.law, at, pred, lo, hi, level, cal_lo, cal_hi, cal)

@@ -19,7 +19,8 @@ It keeps everything else: ``nbformat_minor``, cell ids (it adds none to a 4.4 no
 ``normalize`` does the same and also strips what papermill records about the run: the notebook's ``papermill``
 block (input and output paths, which may be a temporary folder, times, duration, environment) and each cell's
 ``papermill`` and ``execution`` metadata (times and durations), and papermill's ``injected-parameters`` cell when it
-only repeats the ``parameters`` cell's values (a run with other values keeps it: the outputs are that run's). A 4.5 notebook's cell without an id gets one
+only repeats the ``parameters`` cell's values (a run with other values keeps it: the outputs are that run's).
+A 4.5 notebook's cell without an id gets one
 derived from its position and source (the server would otherwise invent a random one on every open).
 """
 

@@ -1,0 +1,126 @@
+"""Calibrated intervals for loss curves: the unit is the schedule.
+
+A curve law's error on a schedule it never saw is shared by every point of that curve (the law misses the
+schedule's shape, not independent points), so the independent unit of a check is the schedule, and an interval
+for a new schedule must be calibrated on schedules left out, not on points. Each training schedule is left out
+in turn, the law refitted on the others, and the held-out curve's last logged points (the last ``tail`` of its
+steps, where the losses a user asks about lie) predicted; :mod:`scalinglab.fitting.calibration`'s random effect
+per unit turns those log residuals into the interval for a point of a new schedule (a t on K − 1 degrees of
+freedom for K schedules, in log loss, so never negative). The same residuals with every point its own unit
+give the naive interval, kept for the comparison: points of one curve share its misfit, so it is too narrow.
+
+The block bootstrap over steps (:mod:`scalinglab.curves.evaluate`) stays beside it as the parameter-only band:
+it says how well the training curves pin the parameters, not where a new schedule's curve lands. With K
+training schedules each refit sees K − 1 of them, so the residuals are those of a slightly weaker fit than the
+one predicting: the calibrated interval errs wide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalinglab.curves.fit import CurveFit
+from scalinglab.curves.laws import Curve
+from scalinglab.errors import UserError
+from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, out_of_unit_residuals
+from scalinglab.serialization import to_jsonable
+
+TAIL = 0.1   # the held-out points: each curve's logged points in the last tenth of its steps (its final loss at least)
+SAVED_FIELDS = ("mu", "sigma_unit", "sigma_point", "n_units", "n_points", "level", "scheme", "space", "unit_name")
+
+
+def tail_curve(c: Curve, tail: float = TAIL) -> Curve:
+    """``c`` at its logged points in the last ``tail`` of its steps (at least its last point)."""
+    keep = c.at >= (1 - tail) * c.at[-1]
+    keep[-1] = True
+    return Curve(c.name, c.lrs, c.at[keep], None if c.loss is None else c.loss[keep], c.meta)
+
+
+@dataclass(frozen=True)
+class CurveCalibration:
+    """A curve law's interval for a new schedule, calibrated on training schedules left out in turn
+    (``calibration``, unit: schedule), beside the naive one from the same residuals (``naive``, unit: point)."""
+
+    law: str
+    calibration: UnitCalibration
+    naive: UnitCalibration | None = None
+    tail: float = TAIL
+    schedules: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.calibration.ok
+
+    def interval(self, pred, naive: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) for predicted losses ``pred`` of a new schedule (NaN when not calibrated)."""
+        return (self.naive if naive else self.calibration).interval(pred)
+
+    def summary(self) -> str:
+        left = f"{len(self.schedules)} schedules left out in turn ({', '.join(map(str, self.schedules))})"
+        if not self.ok:
+            return f"calibration over {left}: {self.calibration.reason}"
+        c = self.calibration
+        return (f"calibrated {c.level:.0%} interval for a new schedule: {left}, the law refitted on the others, "
+                f"the last {self.tail:.0%} of each held-out curve's steps predicted; log-loss residuals: bias "
+                f"{c.mu:+.4f}, sd between schedules {c.sigma_unit:.4f}, within {c.sigma_point:.4f}, t on {c.df} df, "
+                f"half-width {c.half_width:.4f} (a factor {np.exp(c.half_width):.4f} either way)")
+
+    def to_dict(self) -> dict:
+        return to_jsonable(dict(law=self.law, unit="schedule (each training run left out in turn)", tail=self.tail,
+                                schedules=[str(s) for s in self.schedules], calibration=self.calibration.to_dict(),
+                                naive=None if self.naive is None else self.naive.to_dict()))
+
+    def saved(self) -> dict:
+        """What a saved curve fit stores to rebuild the interval (:func:`from_saved`)."""
+        return to_jsonable(dict(law=self.law, tail=self.tail, schedules=[str(s) for s in self.schedules],
+                                calibration={k: getattr(self.calibration, k) for k in SAVED_FIELDS},
+                                failed=[str(f) for f in self.calibration.failed]))
+
+
+def from_saved(d: dict) -> CurveCalibration:
+    """The inverse of :meth:`CurveCalibration.saved` (KeyError/TypeError/ValueError on a malformed dict)."""
+    c = d["calibration"]
+    kw = {k: c[k] for k in SAVED_FIELDS}
+    for k in ("mu", "sigma_unit", "sigma_point", "level"):
+        kw[k] = float("nan") if kw[k] is None else float(kw[k])
+    kw["n_units"], kw["n_points"] = int(kw["n_units"]), int(kw["n_points"])
+    if kw["space"] != "log" or not 0 < kw["level"] < 1:
+        raise ValueError("calibration space or level")
+    cal = UnitCalibration(**kw, failed=tuple(d.get("failed", ())))
+    return CurveCalibration(str(d["law"]), cal, None, float(d["tail"]), tuple(d["schedules"]))
+
+
+def schedule_residuals(curves: list[Curve], fitter: Callable[[list[Curve]], CurveFit], *,
+                       tail: float = TAIL) -> UnitResiduals:
+    """Each training curve left out in turn: ``fitter`` on the others, the held-out curve's tail predicted; log
+    residuals, unit = the curve (its schedule). A refit that raises a UserError or predicts a loss <= 0 drops
+    that schedule (``failed``)."""
+    names = [c.name for c in curves]
+    if len(set(names)) != len(names):
+        raise UserError("calibration: two curves share a name; each schedule must be its own unit")
+    tails = [tail_curve(c, tail) for c in curves]
+    owner = np.concatenate([np.full(len(t.at), i) for i, t in enumerate(tails)])
+    y = np.concatenate([t.loss for t in tails])
+    units = np.array([names[i] for i in owner], dtype=object)
+
+    def fit_predict(train, test):
+        fit = fitter([c for i, c in enumerate(curves) if train[owner == i].all()])
+        with np.errstate(all="ignore"):
+            return np.concatenate([fit.predict(tails[i]) for i in np.unique(owner[test])])
+
+    return out_of_unit_residuals(y, units, fit_predict, space="log", scheme="leave-one-out", unit_name="schedule")
+
+
+def calibrate_schedules(curves: list[Curve], fitter: Callable[[list[Curve]], CurveFit], law: str, *,
+                        tail: float = TAIL, level: float = 0.95) -> CurveCalibration:
+    """The schedule-unit calibration of ``fitter`` on ``curves`` (see the module's docstring), and the naive one
+    from the same residuals with each point its own unit."""
+    res = schedule_residuals(curves, fitter, tail=tail)
+    cal = UnitCalibration.from_residuals(res, level)
+    per_point = UnitResiduals(res.resid, np.arange(len(res.resid)).astype(object), res.scheme, res.space, "point",
+                              res.failed)
+    naive = UnitCalibration.from_residuals(per_point, level)
+    return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves))
