@@ -500,8 +500,8 @@ def test_lrbatch_plans_every_size_at_every_rate_and_batch_to_the_same_tokens_per
     assert len(grid) == 36  # every (shape, lr, batch) once
     for (w, d) in prof.shapes:
         mine = [r for r in runs if (r.width, r.depth) == (w, d)]
-        rule = prof.optimal_lr_at_64 * 64 / w
-        # 4 distinct peak rates, a factor of 2 apart, straddling the optimal preset's rule, at each of 3 batches
+        rule = prof.optimal_lr_at_64 * (64 / w) ** prof.lrbatch_width_power
+        # 4 distinct peak rates, a factor of 2 apart, straddling the profile's rule, at each of 3 batches
         rates = sorted({r.train.lr for r in mine})
         assert len(rates) == 4 and rates[0] < rule < rates[-1]
         assert np.allclose(np.diff(np.log2(rates)), 1.0, atol=1e-3)

@@ -42,8 +42,8 @@ LADDER = {
 SCHEDULE_FAMILY = ("constant", "cosine", "wsd", "step")
 # A learning-rate x batch grid, for hyperparameter laws (Li et al. 2025's eta_opt(N, D), B_opt(D)): every shape
 # trained once per (peak lr, batch) to the same tokens per parameter, with the optimal preset's cosine and warmup
-# rule; the peak rates are Profile.lrbatch_lr_multiples times the optimal preset's rule (lr_at_64 * 64 / width,
-# uncapped: a cap would merge the grid's top rates), the batches Profile.lrbatch_batches sequences.
+# rule; the peak rates are Profile.lrbatch_lr_multiples times lr_at_64 * (64 / width)^lrbatch_width_power (power 1:
+# the optimal preset's rule; uncapped: a cap would merge the grid's top rates), the batches Profile.lrbatch_batches.
 PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER,
                  "optimal": ("standard", "short", "cosine", True),
                  "schedules": ("standard", "short", "family", True),
@@ -104,8 +104,10 @@ class Profile:
     schedules_steps: int | None = None
     curve_points: int = 100
     flops_per_s: float | None = None
-    # preset lrbatch: the peak rates (multiples of the optimal preset's rule) and batches (sequences) of its grid
+    # preset lrbatch: the peak rates (multiples of optimal_lr_at_64 * (64 / width)^lrbatch_width_power: 1 is the
+    # optimal preset's rule) and batches (sequences) of its grid
     lrbatch_lr_multiples: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    lrbatch_width_power: float = 1.0
     lrbatch_batches: tuple[int, ...] = (8, 16, 32)
 
     def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
@@ -199,17 +201,18 @@ PROFILES: dict[str, Profile] = {
     # The learning-rate x batch grid (preset lrbatch): 3 sizes x 4 peak rates x 3 batches = 36 runs, each at 20
     # tokens per standard-count parameter with a cosine to its length, on cpu-ladder's 512-id BPE. N_std 11.5k,
     # 81.2k, 197k (16x1, 48x2, 80x2: 1.23 decades); batches of 8, 16, 32 sequences of 128 tokens (the smallest
-    # model's 230k tokens are 56 steps at 32). Peak rates 6e-3, 1.2e-2, 2.4e-2, 4.8e-2 times 64/width (0.5-4 times
-    # cpu-schedules' 1.2e-2 at width 64, whose probe found the largest of 3e-3, 6e-3, 1.2e-2 best at 64x2): a
-    # factor of 2 apart, so that each size's optimum has grid points on either side. Timed on one idle core
-    # (200 steps): 16x1 ~84k tokens/s, 48x2 ~40k, 80x2 ~27k (96x2 ~24k), so ~40 min for the grid alone, about an
-    # hour beside other work. The largest run reads 3.9M tokens of the first 10 MB of text (~4.9M tokens): no run
-    # repeats data. Validation on the first 32,768 held-out tokens, the same text for every run.
+    # model's 230k tokens are 56 steps at 32). Peak rates 0.5, 1, 2, 4 times 1.2e-2 * (64/width)^0.5, a factor of 2
+    # apart: 0.012-0.096 at 16x1, 0.0054-0.043 at 80x2. The optimal preset's 1/width fell too fast here: a probe of
+    # 16x1 found its best rate near 0.024 (batch 32) to 0.048 (batch 8), about a third of 1.2e-2 * 64/width, while
+    # cpu-schedules' probe found the largest of 3e-3, 6e-3, 1.2e-2 best at 64x2. Timed on one idle core (200 steps):
+    # 16x1 ~84k tokens/s, 48x2 ~40k, 80x2 ~27k, so ~40 min for the grid alone, about an hour beside other work. The
+    # largest run reads 3.9M tokens of the first 10 MB of text (~4.9M tokens): no run repeats data. Validation on
+    # the first 32,768 held-out tokens, the same text for every run.
     "cpu-lrbatch": Profile(
         name="cpu-lrbatch", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
         shapes=((16, 1), (48, 2), (80, 2)), budgets={}, train_bytes=10_000_000, val_bytes=600_000,
         eval_tokens=32_768, optimal_lr_at_64=1.2e-2, lrbatch_lr_multiples=(0.5, 1.0, 2.0, 4.0),
-        lrbatch_batches=(8, 16, 32),
+        lrbatch_width_power=0.5, lrbatch_batches=(8, 16, 32),
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
@@ -448,7 +451,7 @@ def _plan_lrbatch(prof: Profile, vocab_size: int) -> list[RunSpec]:
         n = counts.standard
         model = dict(vocab_size=vocab_size, seq_len=prof.seq_len, width=width, depth=depth,
                      head_dim=min(prof.head_dim, width))
-        rule = prof.optimal_lr_at_64 * 64 / width
+        rule = prof.optimal_lr_at_64 * (64 / width) ** prof.lrbatch_width_power
         for batch in prof.lrbatch_batches:
             per_step = batch * prof.seq_len
             tokens = step_at(math.ceil(prof.optimal_tokens_per_param * n), per_step) * per_step
