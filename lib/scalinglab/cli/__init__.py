@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "trend",
     "chain",
     "curves",
+    "hparams",
 )
 
 
