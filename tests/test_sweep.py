@@ -495,15 +495,15 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
 def test_lrbatch_plans_every_size_at_every_rate_and_batch_to_the_same_tokens_per_parameter():
     prof = sweep.get_profile("cpu-lrbatch")
     runs = sweep.plan("lrbatch", prof, vocab_size=512)
-    assert len(runs) == 36 and len({r.run_id for r in runs}) == 36
+    assert len(runs) == 45 and len({r.run_id for r in runs}) == 45
     grid = {(r.width, r.depth, r.train.lr, r.train.batch_size) for r in runs}
-    assert len(grid) == 36  # every (shape, lr, batch) once
+    assert len(grid) == 45  # every (shape, lr, batch) once
     for (w, d) in prof.shapes:
         mine = [r for r in runs if (r.width, r.depth) == (w, d)]
         rule = prof.optimal_lr_at_64 * (64 / w) ** prof.lrbatch_width_power
-        # 4 distinct peak rates, a factor of 2 apart, straddling the profile's rule, at each of 3 batches
+        # 5 distinct peak rates, a factor of 2 apart, straddling the profile's rule, at each of 3 batches
         rates = sorted({r.train.lr for r in mine})
-        assert len(rates) == 4 and rates[0] < rule < rates[-1]
+        assert len(rates) == 5 and rates[0] < rule < rates[-1]
         assert np.allclose(np.diff(np.log2(rates)), 1.0, atol=1e-3)
         assert sorted({r.train.batch_size for r in mine}) == [8, 16, 32]
         for r in mine:

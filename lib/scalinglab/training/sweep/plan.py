@@ -198,20 +198,22 @@ PROFILES: dict[str, Profile] = {
         shapes=((64, 2), (96, 2), (128, 2)), budgets={}, train_bytes=30_000_000, val_bytes=600_000,
         eval_tokens=8_192, optimal_lr_at_64=1.2e-2, schedules_seeds=((96, 2, 3),), curve_points=100, flops_per_s=FLOPS_PER_S_SCHEDULES,
     ),
-    # The learning-rate x batch grid (preset lrbatch): 3 sizes x 4 peak rates x 3 batches = 36 runs, each at 20
+    # The learning-rate x batch grid (preset lrbatch): 3 sizes x 5 peak rates x 3 batches = 45 runs, each at 20
     # tokens per standard-count parameter with a cosine to its length, on cpu-ladder's 512-id BPE. N_std 11.5k,
     # 81.2k, 197k (16x1, 48x2, 80x2: 1.23 decades); batches of 8, 16, 32 sequences of 128 tokens (the smallest
-    # model's 230k tokens are 56 steps at 32). Peak rates 0.5, 1, 2, 4 times 1.2e-2 * (64/width)^0.5, a factor of 2
-    # apart: 0.012-0.096 at 16x1, 0.0054-0.043 at 80x2. The optimal preset's 1/width fell too fast here: a probe of
-    # 16x1 found its best rate near 0.024 (batch 32) to 0.048 (batch 8), about a third of 1.2e-2 * 64/width, while
-    # cpu-schedules' probe found the largest of 3e-3, 6e-3, 1.2e-2 best at 64x2. Timed on one idle core (200 steps):
-    # 16x1 ~84k tokens/s, 48x2 ~40k, 80x2 ~27k, so ~40 min for the grid alone, about an hour beside other work. The
-    # largest run reads 3.9M tokens of the first 10 MB of text (~4.9M tokens): no run repeats data. Validation on
-    # the first 32,768 held-out tokens, the same text for every run.
+    # model's 230k tokens are 56 steps at 32). Peak rates 0.25, 0.5, 1, 2, 4 times 1.2e-2 * (64/width)^0.5, a factor
+    # of 2 apart: 0.006-0.096 at 16x1, 0.0027-0.043 at 80x2. The optimal preset's 1/width fell too fast at first
+    # sight: a probe of 16x1 found its best rate near 0.024 (batch 32) to 0.048 (batch 8), about a third of
+    # 1.2e-2 * 64/width, while cpu-schedules' probe found the largest of 3e-3, 6e-3, 1.2e-2 best at 64x2. The grid
+    # began with the four rates from 0.5; 48x2's best run came out at the lowest of them at every batch, so the
+    # 0.25 rate was added to every size (the sweep's stored profile_config still lists the first four). Timed on
+    # one idle core (200 steps): 16x1 ~84k tokens/s, 48x2 ~40k, 80x2 ~27k: ~50 min for the grid alone, more
+    # beside other work. The largest run reads 3.9M tokens of the first 10 MB of text (~4.9M tokens): no run
+    # repeats data. Validation on the first 32,768 held-out tokens, the same text for every run.
     "cpu-lrbatch": Profile(
         name="cpu-lrbatch", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
         shapes=((16, 1), (48, 2), (80, 2)), budgets={}, train_bytes=10_000_000, val_bytes=600_000,
-        eval_tokens=32_768, optimal_lr_at_64=1.2e-2, lrbatch_lr_multiples=(0.5, 1.0, 2.0, 4.0),
+        eval_tokens=32_768, optimal_lr_at_64=1.2e-2, lrbatch_lr_multiples=(0.25, 0.5, 1.0, 2.0, 4.0),
         lrbatch_width_power=0.5, lrbatch_batches=(8, 16, 32),
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
