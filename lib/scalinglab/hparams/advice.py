@@ -72,19 +72,21 @@ class HparamAdvice:
                  f"  ({pct} intervals over {self.law.boot.shape[0]} resamples of the {self.law.n_groups} "
                  f"(N, D) groups)",
                  f"  distance from the fitted groups: {dist['decades_n']:+.2f} decades in N, "
-                 f"{dist['decades_d']:+.2f} in D (0: inside their range); nearest group "
-                 f"N = {dist['nearest_n']:.3g}, D = {dist['nearest_d']:.3g}, {dist['nearest_decades']:.2f} decades away"]
+                 f"{dist['decades_d']:+.2f} in D (0: inside their range);",
+                 f"  nearest group N = {dist['nearest_n']:.3g}, D = {dist['nearest_d']:.3g}, "
+                 f"{dist['nearest_decades']:.2f} decades away"]
         if dist["outside"]:
             lines.append("WARNING: the query lies outside the fitted groups: the law extrapolates there")
-        lines.append(f"  predicted loss penalty of the alternatives (median curvature of {self.n_surfaces} groups' "
-                     "loss surfaces):")
+        lines.append(f"  predicted loss penalty of the alternatives (median curvature of {self.n_surfaces} "
+                     "groups' loss surfaces):")
         for a in self.alternatives:
             if a["penalty_pct"] is None:
                 lines.append(f"    {a['name']:<26} not applicable: {a['note']}")
                 continue
-            flag = "  (beyond the surfaces' range: the quadratic extrapolates)" if a["beyond_surface"] else ""
             lines.append(f"    {a['name']:<26} lr {a['lr']:.3g}, batch {a['batch']:.3g}: +{a['penalty_pct']:.3f}% "
-                         f"[{a['penalty_lo']:.3f}, {a['penalty_hi']:.3f}]{flag}")
+                         f"[{a['penalty_lo']:.3f}, {a['penalty_hi']:.3f}]")
+            if a["beyond_surface"]:
+                lines.append(f"    {'':<26} (beyond the surfaces' range: the quadratic extrapolates)")
         return "\n".join(lines)
 
 

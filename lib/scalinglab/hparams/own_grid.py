@@ -3,14 +3,15 @@ optimal peak rate and batch, and the exponent of eta_opt in N at a fixed number 
 
 Every size is trained at the same tokens per parameter, so D grows with N and only the combination of Step Law's
 exponents at fixed D/N is measured: eta_opt ~ N^(a + b) = N^(-0.713 + 0.307) = N^-0.406 in their law (their N is
-non-embedding; ours is counted both ways). Each size's optimum is its quadratic surface's minimum in
-(ln lr, ln batch) where the surface has one inside the grid, else its best run (said so).
+non-embedding; ours is counted both ways). Each size's optimum is at its best batch: the vertex of a parabola in
+ln lr through the best run and its two neighbours, or the best run when that lies at the grid's edge (said so).
+A size has one run per (lr, batch) and one seed, so there is no resampling within a size that would measure its
+optimum's noise.
 
 The independent unit is the model size, and there are only a few: the exponent's interval from the sizes is a
-t interval on (sizes - 2) degrees of freedom, which with 3 sizes has one, and is wide. Beside it, an interval from
-resampling runs within each size (the noise of each size's optimum, with the law assumed exact), labelled as
-such: it is narrower because it leaves out how far the sizes scatter about a power law, which 3 sizes cannot
-measure. numpy only (the sweep reader, no torch).
+t interval on (sizes - 2) degrees of freedom, which with 3 sizes has one, and is wide. Beside it the grid's
+resolution: the exponent's range when each size's optimum moves up to one grid step either way (not a
+probability interval). numpy and scipy only (the sweep reader, no torch).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.hparams.surface import fit_surface
 from scalinglab.serialization import to_jsonable
 
 STEP_LAW_FIXED_RATIO = -0.713 + 0.307   # Step Law's eta_opt exponent in N at fixed D/N
@@ -61,8 +61,8 @@ class OwnGrid:
             lines.append(f"{s['shape']:>6} {s['n']:9.3g} {s['runs']:4d} {s['best_lr']:8.3g} {s['best_batch']:10d} "
                          f"{s['lr_opt']:9.3g} {s['lr_opt_from']:>8}")
         lines.append(f"eta_opt ~ N^{e['slope']:.3f}  (sizes: {e['slope_lo']:.2f} to {e['slope_hi']:.2f} on "
-                     f"{e['df']} df; runs within sizes: {e['runs_lo']:.3f} to {e['runs_hi']:.3f}); Step Law at "
-                     f"fixed D/N: {STEP_LAW_FIXED_RATIO:.3f}")
+                     f"{e['df']} df; grid resolution: {e['resolution_lo']:.2f} to {e['resolution_hi']:.2f}); "
+                     f"Step Law at fixed D/N: {STEP_LAW_FIXED_RATIO:.3f}")
         return "\n".join(lines)
 
 
@@ -72,34 +72,50 @@ def _t_quantile(df: int, level: float) -> float:
     return float(stats.t.ppf(0.5 + level / 2, df))
 
 
-def analyse(db, *, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> OwnGrid:
-    rows = grid_table(db)
+def _vertex(lr: np.ndarray, loss: np.ndarray) -> tuple[float, str]:
+    """ln lr* of one batch's runs: the vertex of the parabola in ln lr through the best run and its two
+    neighbours when the best is inside the grid (and the parabola opens upwards), else the best run's."""
+    order = np.argsort(lr)
+    x, y = np.log(lr[order]), loss[order]
+    k = int(np.argmin(y))
+    if 0 < k < len(x) - 1:
+        c = np.polyfit(x[k - 1:k + 2], y[k - 1:k + 2], 2)
+        if c[0] > 0:
+            return float(-c[1] / (2 * c[0])), "parabola"
+    return float(x[k]), "best run (grid edge)"
+
+
+def analyse(db, *, level: float = 0.95) -> OwnGrid:
+    """Each size's optimum and the exponent of eta_opt in N (see the module), from a sweep database."""
+    return analyse_rows(grid_table(db), level=level, label=str(db))
+
+
+def analyse_rows(rows: list[dict], *, level: float = 0.95, label: str = "runs") -> OwnGrid:
+    """The same from rows as ``grid_table`` gives them (width, depth, n, n_ne, tokens, lr, batch, loss)."""
     by = {}
     for r in rows:
         by.setdefault((r["width"], r["depth"]), []).append(r)
-    sizes, draws = [], []
-    rng = np.random.default_rng(seed)
+    sizes = []
     for (w, d), rs in sorted(by.items(), key=lambda kv: kv[1][0]["n"]):
         lr = np.array([r["lr"] for r in rs])
-        bt = np.array([r["batch_tokens"] for r in rs])
+        bs = np.array([r["batch"] for r in rs])
         loss = np.array([r["loss"] for r in rs])
         best = rs[int(np.argmin(loss))]
-        s = fit_surface(lr, bt, loss, n=rs[0]["n"], n_boot=n_boot, seed=int(rng.integers(1 << 31)), level=level)
-        inside = s.ok and lr.min() <= s.lr_opt <= lr.max() and bt.min() <= s.batch_opt <= bt.max()
-        lr_opt = s.lr_opt if inside else best["lr"]
-        # per-size draws of ln lr*: resamples of its runs (the surface's bootstrap, refitted here to keep them)
-        d_ = _optimum_draws(lr, bt, loss, n_boot, rng) if inside else np.full(n_boot, np.log(lr_opt))
-        draws.append(d_)
-        sizes.append(dict(shape=f"{w}x{d}", n=rs[0]["n"], n_ne=rs[0]["n_ne"], tokens=float(np.median(
-            [r["tokens"] for r in rs])), runs=len(rs), best_lr=best["lr"], best_batch=best["batch"],
-            best_loss=best["loss"], lr_opt=float(lr_opt), lr_opt_from="surface" if inside else "best run",
-            lr_opt_interval=s.intervals["lr_opt"] if inside else (None, None),
-            batch_opt=float(s.batch_opt) if inside else best["batch_tokens"],
-            lr_grid=(float(lr.min()), float(lr.max())), best_at_grid_edge=bool(best["lr"] in (lr.min(), lr.max())),
-            best_batch_at_grid_edge=bool(best["batch_tokens"] in (bt.min(), bt.max())),
-            lr_flat=s.lr_flat if s.ok else None))
+        at = bs == best["batch"]
+        x_opt, how = _vertex(lr[at], loss[at])
+        rates = np.unique(lr)
+        sizes.append(dict(shape=f"{w}x{d}", n=rs[0]["n"], n_ne=rs[0]["n_ne"],
+                          tokens=float(np.median([r["tokens"] for r in rs])), runs=len(rs), best_lr=best["lr"],
+                          best_batch=best["batch"], best_loss=best["loss"], lr_opt=float(np.exp(x_opt)),
+                          lr_opt_from=how, lr_step=float(rates[1] / rates[0]) if len(rates) > 1 else None,
+                          lr_grid=(float(rates.min()), float(rates.max())),
+                          best_at_grid_edge=bool(best["lr"] in (rates.min(), rates.max())),
+                          best_batch_at_grid_edge=bool(best["batch"] in (bs.min(), bs.max())),
+                          batches=sorted(int(b) for b in np.unique(bs)),
+                          best_lr_by_batch={int(b): float(lr[bs == b][np.argmin(loss[bs == b])])
+                                            for b in np.unique(bs)}))
     if len(sizes) < 2:
-        raise UserError(f"{db}: runs of {len(sizes)} model size(s); an exponent in N needs at least 2")
+        raise UserError(f"{label}: runs of {len(sizes)} model size(s); an exponent in N needs at least 2")
     y = np.log([s["lr_opt"] for s in sizes])
     exponent = {}
     for key in ("n", "n_ne"):
@@ -108,28 +124,19 @@ def analyse(db, *, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> Own
         df = len(sizes) - 2
         if df > 0:
             resid = y - (slope * x + icpt)
-            se = np.sqrt(resid @ resid / df / ((x - x.mean()) @ (x - x.mean())))
+            se = float(np.sqrt(resid @ resid / df / ((x - x.mean()) @ (x - x.mean()))))
             half = _t_quantile(df, level) * se
         else:
             se, half = float("nan"), float("nan")
-        per = np.array([np.polyfit(x, np.array(col), 1)[0] for col in np.array(draws).T])
-        q = (1 - level) / 2
+        # the grid's resolution: every size's optimum anywhere within a grid step of its estimate, every
+        # combination of the ends (the exponent's range over them)
+        steps = np.log([s["lr_step"] or 1.0 for s in sizes])
+        corners = np.array(np.meshgrid(*[[-h, h] for h in steps])).reshape(len(sizes), -1).T
+        res = [np.polyfit(x, y + c, 1)[0] for c in corners]
         exponent[key] = dict(slope=float(slope), slope_lo=float(slope - half), slope_hi=float(slope + half),
-                             se=float(se), df=df, unit_sizes="model size (t interval on sizes - 2 df)",
-                             runs_lo=float(np.quantile(per, q)), runs_hi=float(np.quantile(per, 1 - q)),
-                             unit_runs="runs within each size (each size's optimum refitted; the law taken as exact)",
+                             se=se, df=df, unit_sizes="model size (t interval on sizes - 2 df)",
+                             resolution_lo=float(min(res)), resolution_hi=float(max(res)),
+                             resolution="each size's optimum moved up to one grid step (a factor 2) either way",
                              sign_as_published=bool(slope < 0))
     e = exponent["n"]
     return OwnGrid(sizes=sizes, exponent=dict(**e, non_embedding=exponent["n_ne"]), runs=len(rows), level=level)
-
-
-def _optimum_draws(lr, bt, loss, n_boot, rng) -> np.ndarray:
-    """ln lr* of the surface refitted to resamples of one size's runs (a resample without a minimum inside the
-    grid gives its best run's lr)."""
-    out = np.empty(n_boot)
-    for k in range(n_boot):
-        i = rng.integers(0, lr.size, lr.size)
-        s = fit_surface(lr[i], bt[i], loss[i], n_boot=0)
-        ok = s.ok and lr.min() <= s.lr_opt <= lr.max()
-        out[k] = np.log(s.lr_opt if ok else lr[i][np.argmin(loss[i])])
-    return out
