@@ -493,3 +493,28 @@ def test_loss_curves_reads_the_separate_runs_exponent_when_there_is_one():
     summary["law_comparison"]["tissue"]["prede"] = 0.0123456
     assert "Tissue et al.'s annealing law" in text("06_loss_curves", summary)
     assert "0.01235" in text("06_loss_curves", summary)
+
+
+def test_hyperparameters_known_answers():
+    t = text("09_hyperparameters_and_data")
+    sl = FIXTURE["09_hyperparameters_and_data"]["step_law"]
+    d = sl["lr_exp_d"]
+    # ours with its interval beside the published value, and the difference in D's exponent with its sign
+    assert f"D^{d['ours']:.3f} (95% {d['lo']:.3f}–{d['hi']:.3f})" in t and "D^0.307" in t
+    assert f"D's lr exponent is −{abs(d['ours'] - d['published']):.2f} off" in t
+    gap = sl["optimum_gap"]
+    assert f"median {gap['median_pct']:.3f}% (max {gap['max_pct']:.2f}%)" in t and "published 0.094%" in t
+    assert "A user's refit posted on the authors' repository" in t and "issue" not in t.lower()
+    e = FIXTURE["09_hyperparameters_and_data"]["own_grid"]["exponent"]
+    assert f"η_opt ∝ N^{e['slope']:.2f}".replace("-", "−") in t and f"on {e['df']} df" in t
+
+
+def test_hyperparameters_reads_the_sign_and_a_missing_test_grid():
+    s = copy.deepcopy(FIXTURE["09_hyperparameters_and_data"])
+    s["own_grid"]["exponent"]["sign_as_published"] = False
+    s["step_law"]["optimum_gap"]["test_grid_published_law_pct"] = None
+    t = text("09_hyperparameters_and_data", s)
+    assert "the opposite sign to Step Law's" in t and "SLDBench's test grid" not in t
+    del s["regmix"]["pile_cc_transfer"]
+    with pytest.raises(F.MissingSummaryKey, match="pile_cc_transfer"):
+        F.findings("09_hyperparameters_and_data", s)

@@ -26,6 +26,7 @@ REQUIRED_KEYS = {
     "06_loss_curves": ["mpl_reproduction", "law_comparison", "coverage", "own_runs", "one_run"],
     "07_downstream": ["chained", "chained_coverage", "reproduction", "misses", "loss_to_loss"],
     "08_extrapolation_benchmark": ["scoreboard", "sldbench", "wins", "datasets", "audit_truths", "audit_verdicts"],
+    "09_hyperparameters_and_data": ["step_law", "own_grid", "regmix", "sldbench"],
 }
 
 

@@ -154,8 +154,10 @@ def test_gpu_profiles_are_wired_for_cuda():
         assert prof.device == "cuda"
         for preset in sweep.PRESETS:
             runs = sweep.plan(preset, prof, vocab_size=50257 if prof.tokenizer == "gpt2" else 8192)
-            if preset in ("optimal", "schedules"):  # families: one run per shape (and schedule), each its own budget
-                per_shape = len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1
+            if preset in ("optimal", "schedules", "lrbatch"):  # families: one run per shape (and schedule or
+                # grid point), each its own budget
+                per_shape = {"schedules": len(sweep.SCHEDULE_FAMILY),
+                             "lrbatch": len(prof.lrbatch_lr_multiples) * len(prof.lrbatch_batches)}.get(preset, 1)
                 assert len(runs) == per_shape * len(prof.shapes_for(preset)) and all(len(r.budgets) == 1 for r in runs)
             else:
                 per_budget = [sum(c in r.budgets for r in runs) for c in prof.budgets[preset]]
@@ -474,7 +476,8 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     # one tiny shape; the Kaplan run's length (15,651 tokens) is 61.1 steps, which train rounds to 61
     prof = replace(sweep.get_profile("smoke"), shapes=((16, 1),), shapes_by_preset={}, kaplan_warmup_tokens=2048,
                    budgets=dict(kaplan=(1.5e8, 3.11e8), hoffmann=(1.2e9,), ladder0=(1.5e8, 3.11e8),
-                                ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)), schedules_seeds=())
+                                ladder2=(6e8, 1.2e9), ladder3=(1.2e9,), ladder4=(1.2e9,)), schedules_seeds=(),
+                   lrbatch_lr_multiples=(1.0,), lrbatch_batches=(8,))  # lrbatch: a one-point grid
     runs = sweep.plan(preset, prof, vocab_size=512)
     run = runs[0]  # one run, or (preset schedules) four alike but for the schedule
     assert len(runs) == (len(sweep.SCHEDULE_FAMILY) if preset == "schedules" else 1)
@@ -487,6 +490,35 @@ def test_cost_counts_the_steps_tokens_and_evaluations_train_makes(preset):
     # evaluations are forward passes (a third of fpt) over eval_tokens each; the run's end is evaluated once
     assert c["flops"] == pytest.approx(k * (fpt * res.tokens + fpt / 3 * len(res.curve) * prof.eval_tokens),
                                        rel=1e-12)
+
+
+def test_lrbatch_plans_every_size_at_every_rate_and_batch_to_the_same_tokens_per_parameter():
+    prof = sweep.get_profile("cpu-lrbatch")
+    runs = sweep.plan("lrbatch", prof, vocab_size=512)
+    assert len(runs) == 45 and len({r.run_id for r in runs}) == 45
+    grid = {(r.width, r.depth, r.train.lr, r.train.batch_size) for r in runs}
+    assert len(grid) == 45  # every (shape, lr, batch) once
+    for (w, d) in prof.shapes:
+        mine = [r for r in runs if (r.width, r.depth) == (w, d)]
+        rule = prof.optimal_lr_at_64 * (64 / w) ** prof.lrbatch_width_power
+        # 5 distinct peak rates, a factor of 2 apart, straddling the profile's rule, at each of 3 batches
+        rates = sorted({r.train.lr for r in mine})
+        assert len(rates) == 5 and rates[0] < rule < rates[-1]
+        assert np.allclose(np.diff(np.log2(rates)), 1.0, atol=1e-3)
+        assert sorted({r.train.batch_size for r in mine}) == [8, 16, 32]
+        for r in mine:
+            t = r.train
+            per_step = t.batch_size * prof.seq_len
+            # whole steps to ~20 tokens per standard-count parameter (within one step), a cosine, short warmup
+            assert t.total_tokens % per_step == 0
+            assert abs(t.total_tokens - prof.optimal_tokens_per_param * r.n_standard) <= per_step
+            assert t.schedule == "cosine" and t.warmup_tokens == min(r.n_standard, t.total_tokens // 4)
+            assert t.total_tokens // per_step >= sweep.MIN_STEPS and t.eval_at_tokens[-1] == t.total_tokens
+            assert r.budget == pytest.approx(6 * r.n_standard * t.total_tokens)
+            assert sweep.spec_from_dict(sweep.spec_to_dict(r)) == r  # stored and read back whole
+    # lr and batch are what a stored spec records
+    stored = sweep.spec_to_dict(runs[0])["train"]
+    assert stored["lr"] == runs[0].train.lr and stored["batch_size"] == runs[0].train.batch_size
 
 
 def test_negative_max_runs_is_a_user_error(tmp_path):

@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "trend",
     "chain",
     "curves",
+    "hparams",
 )
 
 

@@ -24,6 +24,8 @@ COLUMN_HELP = {
     "u": ("--u-col", "unique tokens U (law data_constrained)"),
     "x": ("--x-col", "the one variable x of a one-variable law or trend"),
     "y": ("--y-col", "the downstream metric (an error rate or accuracy)"),
+    "lr": ("--lr-col", "the peak learning rate"),
+    "batch": ("--batch-col", "the batch size"),
 }
 
 

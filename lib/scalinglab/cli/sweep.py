@@ -8,8 +8,9 @@ import json
 
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
-PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal", "schedules")
-PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "cpu-downstream", "cpu-schedules", "gpu-quick", "gpu")
+PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal", "schedules", "lrbatch")
+PROFILES = ("smoke", "cpu", "cpu-ladder", "cpu-inverse", "cpu-downstream", "cpu-schedules", "cpu-lrbatch",
+            "gpu-quick", "gpu")
 
 
 def register(sub) -> None:
@@ -24,7 +25,9 @@ def register(sub) -> None:
                         "optimal: not a sweep but a family of models, each shape once at ~20 tokens per parameter "
                         "(profile cpu-inverse: the inverse-scaling ladder); "
                         "schedules: training curves of each shape under constant, cosine, WSD and step learning-rate "
-                        "schedules, ~100 evaluations a run (profile cpu-schedules)")
+                        "schedules, ~100 evaluations a run (profile cpu-schedules); "
+                        "lrbatch: each shape once per (peak learning rate, batch size) of a grid, at ~20 tokens per "
+                        "parameter (profile cpu-lrbatch)")
     p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="the grid's size, from smoke (seconds, CI) to gpu (hours); see scalinglab.training.sweep")
     p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
@@ -89,7 +92,7 @@ def _sweep(args) -> int:
         manifest = export_models(args.db, args.export)
         size = sum(m["bytes"] for m in manifest["models"])
         print(f"exported {len(manifest['models'])} models ({size / 1e6:.1f} MB in float16) to {args.export}")
-    if args.preset in ("optimal", "schedules") and not args.json:  # one budget per model: no isoFLOP exponent
+    if args.preset in ("optimal", "schedules", "lrbatch") and not args.json:  # one budget per model: no isoFLOP exponent
         from scalinglab.training.sweep.export import describe_family
 
         print(describe_family(args.db))

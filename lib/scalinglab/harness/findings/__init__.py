@@ -40,12 +40,13 @@ from scalinglab.harness.findings.format import (
     pval,
     sig,
 )
+from scalinglab.harness.findings.hyperparameters import hyperparameters
 from scalinglab.harness.findings.inverse import inverse_scaling
 from scalinglab.harness.findings.kaplan_hoffmann import kaplan_vs_hoffmann
 from scalinglab.harness.findings.loss_curves import loss_curves
 
 __all__ = ["FINDINGS", "MAX_FINDINGS", "NA", "Finding", "MissingSummaryKey", "benchmark", "chinchilla_fit", "dec",
-           "diff", "downstream", "estimator_audit", "extrapolation", "findings", "interval", "inverse_scaling",
+           "diff", "downstream", "estimator_audit", "extrapolation", "findings", "hyperparameters", "interval", "inverse_scaling",
            "kaplan_vs_hoffmann", "loss_curves", "pct", "pval", "render_markdown", "sig"]
 
 FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
@@ -57,6 +58,7 @@ FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "06_loss_curves": loss_curves,
     "07_downstream": downstream,
     "08_extrapolation_benchmark": benchmark,
+    "09_hyperparameters_and_data": hyperparameters,
 }
 
 

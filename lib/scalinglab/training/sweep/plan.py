@@ -1,4 +1,7 @@
 """A sweep's grid: presets, profiles (how big), and every run it plans, with its cost.
+
+Long: the profiles' comments record how each grid was sized (probes, timings), which is why they live beside the
+profiles; the planning itself is a few short functions.
 """
 
 from __future__ import annotations
@@ -37,10 +40,15 @@ LADDER = {
 # and warmup, and validation loss at ~100 points of each run (curve_points); Profile.schedules_seeds gives some
 # shapes more seeds.
 SCHEDULE_FAMILY = ("constant", "cosine", "wsd", "step")
+# A learning-rate x batch grid, for hyperparameter laws (Li et al. 2025's eta_opt(N, D), B_opt(D)): every shape
+# trained once per (peak lr, batch) to the same tokens per parameter, with the optimal preset's cosine and warmup
+# rule; the peak rates are Profile.lrbatch_lr_multiples times lr_at_64 * (64 / width)^lrbatch_width_power (power 1:
+# the optimal preset's rule; uncapped: a cap would merge the grid's top rates), the batches Profile.lrbatch_batches.
 PRESET_CONFIG = {"kaplan": LADDER["ladder0"], "hoffmann": LADDER["ladder4"], **LADDER,
                  "optimal": ("standard", "short", "cosine", True),
-                 "schedules": ("standard", "short", "family", True)}
-PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal", "schedules")
+                 "schedules": ("standard", "short", "family", True),
+                 "lrbatch": ("standard", "short", "cosine", True)}
+PRESETS = ("kaplan", "hoffmann", *LADDER, "optimal", "schedules", "lrbatch")
 # Presets that count Kaplan's non-embedding N (and C = 6·N_ne·D) in their budgets and isoFLOP points (the
 # reader's copy, scalinglab.sweeps.schema.NON_EMBEDDING_PRESETS, must agree: tests/test_sweep_store.py).
 NON_EMBEDDING_PRESETS = tuple(p for p, cfg in PRESET_CONFIG.items() if cfg[0] == "non_embedding")
@@ -96,6 +104,11 @@ class Profile:
     schedules_steps: int | None = None
     curve_points: int = 100
     flops_per_s: float | None = None
+    # preset lrbatch: the peak rates (multiples of optimal_lr_at_64 * (64 / width)^lrbatch_width_power: 1 is the
+    # optimal preset's rule) and batches (sequences) of its grid
+    lrbatch_lr_multiples: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    lrbatch_width_power: float = 1.0
+    lrbatch_batches: tuple[int, ...] = (8, 16, 32)
 
     def shapes_for(self, preset: str) -> tuple[tuple[int, int], ...]:
         return self.shapes_by_preset.get(preset, self.shapes)
@@ -184,6 +197,24 @@ PROFILES: dict[str, Profile] = {
         name="cpu-schedules", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
         shapes=((64, 2), (96, 2), (128, 2)), budgets={}, train_bytes=30_000_000, val_bytes=600_000,
         eval_tokens=8_192, optimal_lr_at_64=1.2e-2, schedules_seeds=((96, 2, 3),), curve_points=100, flops_per_s=FLOPS_PER_S_SCHEDULES,
+    ),
+    # The learning-rate x batch grid (preset lrbatch): 3 sizes x 5 peak rates x 3 batches = 45 runs, each at 20
+    # tokens per standard-count parameter with a cosine to its length, on cpu-ladder's 512-id BPE. N_std 11.5k,
+    # 81.2k, 197k (16x1, 48x2, 80x2: 1.23 decades); batches of 8, 16, 32 sequences of 128 tokens (the smallest
+    # model's 230k tokens are 56 steps at 32). Peak rates 0.25, 0.5, 1, 2, 4 times 1.2e-2 * (64/width)^0.5, a factor
+    # of 2 apart: 0.006-0.096 at 16x1, 0.0027-0.043 at 80x2. The optimal preset's 1/width fell too fast at first
+    # sight: a probe of 16x1 found its best rate near 0.024 (batch 32) to 0.048 (batch 8), about a third of
+    # 1.2e-2 * 64/width, while cpu-schedules' probe found the largest of 3e-3, 6e-3, 1.2e-2 best at 64x2. The grid
+    # began with the four rates from 0.5; 48x2's best run came out at the lowest of them at every batch, so the
+    # 0.25 rate was added to every size (the sweep's stored profile_config still lists the first four). Timed on
+    # one idle core (200 steps): 16x1 ~84k tokens/s, 48x2 ~40k, 80x2 ~27k: ~50 min for the grid alone, more
+    # beside other work. The largest run reads 3.9M tokens of the first 10 MB of text (~4.9M tokens): no run
+    # repeats data. Validation on the first 32,768 held-out tokens, the same text for every run.
+    "cpu-lrbatch": Profile(
+        name="cpu-lrbatch", tokenizer="bpe512-t2000000", seq_len=128, batch_size=16,
+        shapes=((16, 1), (48, 2), (80, 2)), budgets={}, train_bytes=10_000_000, val_bytes=600_000,
+        eval_tokens=32_768, optimal_lr_at_64=1.2e-2, lrbatch_lr_multiples=(0.25, 0.5, 1.0, 2.0, 4.0),
+        lrbatch_width_power=0.5, lrbatch_batches=(8, 16, 32),
     ),
     # One H100/H200, < 8 min for both presets (untested here: no GPU in this session).
     # The models are tiny for a GPU, so: an 8k BPE (a 50k-row head would be most of N), no torch.compile
@@ -411,11 +442,43 @@ def _plan_schedules(prof: Profile, vocab_size: int) -> list[RunSpec]:
     return runs
 
 
+def _plan_lrbatch(prof: Profile, vocab_size: int) -> list[RunSpec]:
+    """Preset lrbatch: every shape once per (peak lr, batch) of the profile's grid, all to the same tokens per
+    parameter, with the optimal preset's schedule, warmup (min(N, a quarter of the run)) and evaluations."""
+    from scalinglab.accounting.decoder import step_at
+
+    runs = []
+    for width, depth in prof.shapes_for("lrbatch"):
+        counts = count_params(width, depth, vocab_size, seq_len=prof.seq_len)
+        n = counts.standard
+        model = dict(vocab_size=vocab_size, seq_len=prof.seq_len, width=width, depth=depth,
+                     head_dim=min(prof.head_dim, width))
+        rule = prof.optimal_lr_at_64 * (64 / width) ** prof.lrbatch_width_power
+        for batch in prof.lrbatch_batches:
+            per_step = batch * prof.seq_len
+            tokens = step_at(math.ceil(prof.optimal_tokens_per_param * n), per_step) * per_step
+            budget = 6.0 * n * tokens
+            on_the_way = [tokens >> k for k in range(1, 6) if tokens >> k >= MIN_STEPS * per_step]
+            for mult in prof.lrbatch_lr_multiples:
+                lr = float(f"{rule * mult:.4g}")  # the grid's rates as written, not 0.0048000000000000004
+                train = TrainConfig(eval_tokens=prof.eval_tokens, seed=prof.seed, device=prof.device,
+                                    checkpoint_every_s=30.0, compile=prof.compile, lr=lr, schedule="cosine",
+                                    warmup_tokens=min(n, tokens // 4), total_tokens=tokens, batch_size=batch,
+                                    beta2=0.99, eval_at_tokens=sorted(on_the_way) + [tokens])
+                runs.append(RunSpec(run_id=f"lrbatch-w{width}-d{depth}-lr{lr:.4g}-b{batch}", preset="lrbatch",
+                                    profile=prof.name, width=width, depth=depth, budget=budget, budgets=(budget,),
+                                    n_non_embedding=counts.non_embedding, n_standard=n, n_total=counts.total,
+                                    model=model, train=train))
+    return runs
+
+
 def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]:
     from scalinglab.accounting.decoder import step_at
 
     if preset == "schedules":
         return _plan_schedules(prof, vocab_size)
+    if preset == "lrbatch":
+        return _plan_lrbatch(prof, vocab_size)
     budgets = tuple(sorted(prof.budgets.get(preset, ())))
     runs = []
     for width, depth in prof.shapes_for(preset):
