@@ -51,7 +51,7 @@ def test_chinchilla_fit_known_answers():
     assert "a = 0.514 (95% 0.482–0.558), bootstrap over runs" in t
     assert "Hoffmann's printed Approach 3 implies 0.452" in t
     # p = 2.8e-62 and 5.7e-48 print as the notebook's floor, not as the normal approximation's tail value.
-    assert "reject his printed and unrounded sets (χ² = 300 and 230, 5 df, p < 1e−10)" in t
+    assert "reject his printed and unrounded sets (χ² = 298 and 231, 5 df, p < 1e−10)" in t
     assert "1e−47" not in t and "1e−61" not in t
     # Not rejecting Epoch's set is reported with what the test could have detected: 3.58 SE of a = 0.0698.
     assert "not Epoch's (χ² = 0.62, p = 0.99; a shift of 0.07 in a is detected with 80% power)" in t
