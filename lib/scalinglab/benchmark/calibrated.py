@@ -34,6 +34,7 @@ from scalinglab.errors import UserError
 from scipy import stats
 
 from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, coverage, out_of_unit_residuals
+from scalinglab.serialization import to_jsonable
 
 MIN_TRAIN_UNITS = 2
 
@@ -109,8 +110,8 @@ class Calibrated:
         return np.exp(z - self.half_width), np.exp(z + self.half_width)
 
     def to_dict(self) -> dict[str, Any]:
-        return self.cal.to_dict() | {"df_k_minus_1": self.cal.df, "df": self.df, "df_method": "Satterthwaite",
-                                     "half_width": self.half_width}
+        return to_jsonable(self.cal.to_dict() | {"df_k_minus_1": self.cal.df, "df": self.df,
+                                                 "df_method": "Satterthwaite", "half_width": self.half_width})
 
 
 def loss_calibration(split: Split, law: str, estimator: str, level: float = 0.95, *,

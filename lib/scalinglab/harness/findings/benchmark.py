@@ -43,19 +43,16 @@ def _ranking(r: Mapping[str, Any]) -> str:
 
 
 def _baselines(r: Mapping[str, Any]) -> str:
+    """Which laws beat the better naive baseline (paired interval over datasets below 0)."""
     vb = {k: v for k, v in (r.get("vs_baselines") or {}).items() if k != "baseline"}
-    beats = [k for k, v in vb.items() if v["verdict"] == "beats the baselines"]
-    worse = [k for k, v in vb.items() if v["verdict"] == "worse than a baseline"]
-    same = [k for k, v in vb.items() if v["verdict"] == "no better than a baseline"]
     name = NAMES.get(r["vs_baselines"]["baseline"], r["vs_baselines"]["baseline"])
-    if not (beats or worse or same):
-        return f"set against {name}, no law has the datasets a comparison needs"
-    out = [f"beat {name}: {_names(beats)}"]
-    if same:
-        out.append(f"no better: {_names(same)}")
-    if worse:
-        out.append(f"worse: {_names(worse)}")
-    return "; ".join(out)
+    compared = [k for k, v in vb.items() if not v["verdict"].startswith("not compared")]
+    if not compared:
+        return f"none has the datasets a comparison with {name} needs"
+    beats = [k for k in compared if vb[k]["verdict"] == "beats the baselines"]
+    worse = [k for k in compared if vb[k]["verdict"] == "worse than a baseline"]
+    return (f"{len(beats)} of {len(compared)} beat {name} ({_names(beats)})"
+            + (f", {len(worse)} are worse than it" if worse else ""))
 
 
 def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
@@ -64,22 +61,23 @@ def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
     groups = {p["group"]: p["n_units"] for p in protocol}
     alone = [p["dataset"] for p in protocol if p["n_units"] >= st("min_units")]
     out = [Finding(
-        f"{len(protocol)} datasets held out at their largest scale are {len(groups)} independent ones (twin readings "
-        f"of one set of runs merged) holding out {sum(groups.values())} independent units (a budget, a model size), "
-        f"not runs; only {len(alone)} ({', '.join(alone) or 'none'}) holds out the {st('min_units')} units a "
-        "ranking needs, so verdicts are made across datasets.")]
+        f"{len(protocol)} datasets are {len(groups)} independent ones (twin readings merged) holding out "
+        f"{sum(groups.values())} independent units (budgets, model sizes), not runs; only {len(alone)} "
+        f"({', '.join(alone) or 'none'}) holds out the {st('min_units')} units a ranking needs, so verdicts are "
+        "made across datasets.")]
 
     ranking = s("ranking")
     if "rmsle" in ranking:
         r = ranking["rmsle"]
         out.append(Finding(
             f"Held-out RMSLE across {r['datasets']} independent datasets (paired t interval over datasets): "
-            f"{_ranking(r)}. Against the naive baseline: {_baselines(r)}."))
+            f"{_ranking(r)}; {_baselines(r)}."))
     if "nopt" in ranking and "lmin" in ranking:
         n, lm = ranking["nopt"], ranking["lmin"]
         out.append(Finding(
             f"The held-out budget's N_opt on {n['datasets']} independent isoFLOP sets (against a cubic through its "
-            f"runs, which no entry fits): {_ranking(n)}; {_baselines(n)}. Its lowest loss: {_ranking(lm)}."))
+            f"runs, which no entry fits): {_baselines(n)}; best {_names([n['best']] if n['best'] else [])}. Its "
+            f"lowest loss: {_baselines(lm)}."))
 
     cov = s("coverage_overall", "laws")
     cal, par = cov.get("calibrated"), cov.get("parameter_only")
