@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 from conftest import refused
-
 from scalinglab.errors import UserError
 from scalinglab.hparams import HparamRuns, fit_hparam_law, fit_surface, near_optimal, pooled_curvature
 from scalinglab.hparams.advice import advise

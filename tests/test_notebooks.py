@@ -22,10 +22,11 @@ REQUIRED_KEYS = {
     "04_extrapolation": ["m_le_1", "paper_targets", "training_range", "shape_holdout", "paper_reproduction",
                          "few_runs", "which_law"],
     "05_estimator_audit": ["noise", "settings", "designs", "recommendation", "best", "rule", "width_bias",
-                           "our_grids", "porian_grids", "porian_gap", "varpro_exact"],
-    "06_loss_curves": ["mpl_reproduction", "law_comparison", "coverage", "own_runs", "one_run"],
+                           "our_grids", "porian_grids", "porian_gap", "varpro_exact", "audit_power"],
+    "06_loss_curves": ["mpl_reproduction", "law_comparison", "coverage", "curve_calibration", "own_runs", "one_run"],
     "07_downstream": ["chained", "chained_coverage", "reproduction", "misses", "loss_to_loss"],
-    "08_extrapolation_benchmark": ["scoreboard", "sldbench", "wins", "datasets", "audit_truths", "audit_verdicts"],
+    "08_extrapolation_benchmark": ["scoreboard", "sldbench", "ranking", "calibration", "coverage_overall", "protocol",
+                                   "datasets", "audit_truths", "audit_verdicts", "audit_power"],
     "09_hyperparameters_and_data": ["step_law", "own_grid", "regmix", "sldbench"],
 }
 

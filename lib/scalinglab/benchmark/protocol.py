@@ -3,9 +3,13 @@ predict.
 
 A split holds out the runs a law is meant to extrapolate to: the largest compute budget (isoFLOP sets), the
 largest model sizes (sets of runs at several N), or the dataset's own published split (SLDBench's tasks).
-Each split also names its *independent unit*, what a paired bootstrap of the held-out errors resamples whole:
-a run where every held-out run is a separately trained model, a model size where one model is read at several
-token counts (its checkpoints or cooldown branches share its misfit).
+Each split also names its *independent unit*, what shares one misfit and so counts once: the budget on isoFLOP
+data (every run of one budget shares its misfit, so a one-budget hold-out is one unit), the model size where one
+size is read at several token counts (its runs, checkpoints or cooldown branches share it), the model on
+Gemstones. ``scale`` names the column that orders the units (compute for budgets, N for sizes): the calibration
+predicts each unit from those below it. ``group`` names the independent *dataset*: two digitisations of one
+figure (Epoch's and apple's of Hoffmann et al.'s) or two readings of one set of runs (Llama 3's losses and
+their exponential) share a group and count once wherever datasets are counted.
 
 The standard table has columns ``n`` (parameters), ``d`` (tokens), ``c`` (compute: the nominal isoFLOP budget,
 else 6ND), ``loss``, ``u`` (unique tokens, where the data are repeated), ``unit`` and ``held`` (True: held out).
@@ -22,6 +26,10 @@ from scalinglab.errors import UserError
 
 HOLDOUTS = ("largest-budget", "largest-n")
 OPEN_ATHENA = "isoflops-harmonized"
+# Datasets that are one set of runs read twice: (dataset, group they count as).
+TWINS = {"epochai_chinchilla__massivetext__chinchilla": "chinchilla figure (Epoch's and apple's readings)",
+         "ml_scalefit__massivetext__chinchilla": "chinchilla figure (Epoch's and apple's readings)",
+         "llama_3__exp_loss": "llama 3 (two readings)", "llama_3__raw_loss": "llama 3 (two readings)"}
 # Gemstones' largest models held out: the top fifth of its 20 sizes, so that the paired bootstrap over model
 # sizes has more than one unit to draw.
 LARGEST_SHARE = 0.2
@@ -30,7 +38,9 @@ LARGEST_SHARE = 0.2
 @dataclass(frozen=True)
 class Split:
     """One dataset under the protocol: ``kind`` "isoflop" (runs on fixed budgets) or "runs"; ``how`` says
-    which runs are held out; ``unit`` what the paired bootstrap resamples."""
+    which runs are held out; ``unit`` the independent unit (the table's ``unit`` column labels each row's);
+    ``scale`` the column whose largest value in a unit orders the units; ``group`` the independent dataset it
+    belongs to (its own name unless it is a twin, ``TWINS``)."""
 
     dataset: str
     table: pd.DataFrame
@@ -39,6 +49,16 @@ class Split:
     kind: str = "runs"
     source: str = ""
     curves: pd.DataFrame | None = None   # training curves of the same models (run, n, tokens, flops, loss), if any
+    scale: str = "c"
+    group: str = ""
+
+    @property
+    def independent(self) -> str:
+        return self.group or self.dataset
+
+    @property
+    def n_units_heldout(self) -> int:
+        return int(self.test["unit"].nunique())
 
     @property
     def train(self) -> pd.DataFrame:
@@ -49,8 +69,9 @@ class Split:
         return self.table[self.table["held"]]
 
     def describe(self) -> str:
+        twin = f"; counted once with its twin as {self.group!r}" if self.group else ""
         return (f"{self.dataset}: {len(self.train)} runs fitted, {len(self.test)} held out ({self.how}); "
-                f"paired unit: {self.unit}")
+                f"independent unit: {self.unit}, {self.n_units_heldout} held out{twin}")
 
 
 def holdout_mask(table: pd.DataFrame, how, *, n_col: str = "n", c_col: str = "c",
@@ -78,9 +99,9 @@ def how_label(how) -> str:
 
 
 def make_split(dataset: str, table: pd.DataFrame, how, *, unit_col: str | None = None, unit: str = "run",
-               kind: str = "runs", source: str = "") -> Split:
-    """A Split of a standard table (columns n, d, c, loss), held out by ``how``; refuses splits that leave
-    nothing on either side."""
+               kind: str = "runs", source: str = "", scale: str = "c") -> Split:
+    """A Split of a standard table (columns n, d, c, loss), held out by ``how``, its units the values of
+    ``unit_col`` (each row its own without); refuses splits that leave nothing on either side."""
     t = table.reset_index(drop=True).copy()
     t["held"] = holdout_mask(t, how)
     how = how_label(how)
@@ -89,7 +110,7 @@ def make_split(dataset: str, table: pd.DataFrame, how, *, unit_col: str | None =
     if n_held == 0 or n_held == len(t):
         raise UserError(f"{dataset}: holdout {how!r} leaves {len(t) - n_held} runs to fit and {n_held} to predict; "
                         "it must leave some of each")
-    return Split(dataset, t, how, unit, kind, source)
+    return Split(dataset, t, how, unit, kind, source, scale=scale, group=TWINS.get(dataset, ""))
 
 
 def _standard(df: pd.DataFrame, n: str, d: str | None, loss: str, *, c: str | None = None,
@@ -104,7 +125,7 @@ def _standard(df: pd.DataFrame, n: str, d: str | None, loss: str, *, c: str | No
 
 def open_athena(experiment: str, frame: pd.DataFrame | None = None) -> Split:
     """One Open-Athena isoFLOP experiment without the rows the authors' QC flagged, its largest budget held
-    out; each held-out run is a separately trained model (unit: run)."""
+    out; the runs of one budget share its misfit (unit: budget), so the hold-out is one unit."""
     from scalinglab import data
 
     df = data.load(OPEN_ATHENA) if frame is None else frame
@@ -112,7 +133,9 @@ def open_athena(experiment: str, frame: pd.DataFrame | None = None) -> Split:
     if rows.empty:
         raise UserError(f"no Open-Athena experiment {experiment!r}")
     t = _standard(rows, "params", "tokens", "loss", c="budget")
-    return make_split(experiment, t, "largest-budget", kind="isoflop", source=OPEN_ATHENA)
+    t["budget"] = t["c"].map("{:.4g}".format)
+    return make_split(experiment, t, "largest-budget", unit_col="budget", unit="budget", kind="isoflop",
+                      source=OPEN_ATHENA)
 
 
 def open_athena_experiments() -> list[str]:
@@ -132,7 +155,7 @@ def gadre(dataset: str, frame: pd.DataFrame | None = None) -> Split:
     t = _standard(rows, "params", "tokens", "loss")
     t["size"] = t["n"]
     return make_split(f"gadre-{dataset}", t, "n>1e9", unit_col="size", unit="model size",
-                      source="gadre2024-final-losses")
+                      source="gadre2024-final-losses", scale="n")
 
 
 def gemstones(name: str = "gemstones-cool-end") -> Split:
@@ -147,45 +170,49 @@ def gemstones(name: str = "gemstones-cool-end") -> Split:
     df = data.load(name)
     t = _standard(df, "params_active_precise", "tokens", "final_loss")
     t["model"] = df["run_name"].to_numpy()
-    split = make_split("gemstones", t, "largest-n", unit_col="model", unit="model", source=name)
+    split = make_split("gemstones", t, "largest-n", unit_col="model", unit="model", source=name, scale="n")
     return replace(split, curves=curves("gemstones-hot"))
 
 
 def porian(step: str, points: pd.DataFrame | None = None) -> Split:
     """Porian et al. 2024's isoFLOP runs on RefinedWeb at one of their correction steps (from the reproduction of
-    Kaplan et al.'s setup to tuned hyperparameters), the largest budget held out; unit: run."""
+    Kaplan et al.'s setup to tuned hyperparameters), the largest budget held out; unit: budget (one held out)."""
     from scalinglab.papers import porian as PO
 
     pts = PO.step_points(PO.isoflop_points(("porian-summary-rw",)) if points is None else points, "rw", step)
     t = _standard(pts, "n", "tokens", "loss", c="flops")
-    return make_split(f"porian-rw-{step}", t, "largest-budget", kind="isoflop", source="porian-summary-rw")
+    t["budget"] = t["c"].map("{:.4g}".format)
+    return make_split(f"porian-rw-{step}", t, "largest-budget", unit_col="budget", unit="budget", kind="isoflop",
+                      source="porian-summary-rw")
 
 
 def olmo_ladder(task: str = "hellaswag") -> Split:
     """Bhagia et al. 2024's OLMo ladder (4 sizes × 4 token multiples) on one task's loss, bits per byte of the
     correct answer at each run's end (their step 1's target, averaged over the last 5 evaluations), D the tokens
     seen and C their FLOPs (not 6ND); the largest size held out. Its runs share the size's misfit, so the unit
-    is the model size: one held out, so its paired verdicts are ties by construction."""
+    is the model size: one held out, so nothing is ranked on it."""
     from scalinglab.downstream.ladder import evaluations, step1_points
 
     pts = step1_points(evaluations(), [task])
     t = _standard(pts, "n", "d", f"{task}_loss", c="c")
     t["size"] = t["n"]
     return make_split(f"olmo-ladder-{task}", t, "largest-n", unit_col="size", unit="model size",
-                      source="olmo-ladder")
+                      source="olmo-ladder", scale="n")
 
 
 def sldbench_data_constrained() -> Split:
     """SLDBench's data-constrained task with its columns put right, on its published split (test: the runs at
-    the two largest token counts or the two largest sizes, by the published columns); unit: run."""
+    the two largest token counts or the two largest sizes, by the published columns). Muennighoff et al.'s runs of
+    one size share its misfit, so the unit is the model size."""
     from scalinglab import data
     from scalinglab.benchmark.sldbench import data_constrained_test
 
     df = data.load("sldbench-data-constrained")
     t = _standard(df, "params", "tokens", "loss", u="unique_tokens")
     t["published_test"] = data_constrained_test(df["unique_tokens_as_published"], df["params"]).astype(int)
-    return make_split("sldbench-data-constrained", t, "published_test==1", kind="runs",
-                      source="sldbench-data-constrained")
+    t["size"] = t["n"].map("{:.4g}".format)
+    return make_split("sldbench-data-constrained", t, "published_test==1", unit_col="size", unit="model size",
+                      kind="runs", source="sldbench-data-constrained", scale="n")
 
 
 def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c: str | None = None,
@@ -193,8 +220,9 @@ def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c
                name: str = "runs") -> Split:
     """A user's runs under the protocol (``scalinglab scoreboard``): rows matching every ``where`` condition,
     named columns to the standard table, held out by ``how``; isoFLOP kind when ``c`` holds shared budgets
-    (``is_isoflop``; D from ``d`` if given, else C/6N); each run its own unit unless ``unit`` names a column
-    whose values are resampled whole. A bad cell is a UserError naming its line (header = line 1)."""
+    (``is_isoflop``; D from ``d`` if given, else C/6N). The unit: the values of the column ``unit`` names; else
+    on isoFLOP runs the budget (its runs share its misfit); else each run. A bad cell is a UserError naming its
+    line (header = line 1)."""
     from scalinglab.fitting.conditions import where as rows_where
 
     table = table.reset_index(drop=True)
@@ -216,10 +244,15 @@ def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c
     t = _standard(table, n, d, loss, c=c, u=u)
     extra = [col for col in table.columns if col not in t]
     t = pd.concat([t, table[extra]], axis=1)
+    iso = bool(c) and is_isoflop(t["c"])
     if unit:
         t["unit_label"] = table[unit].astype(str).to_numpy()
-    return make_split(name, t, how, unit_col="unit_label" if unit else None, unit=unit or "run",
-                      kind="isoflop" if c and is_isoflop(t["c"]) else "runs", source=name)
+    elif iso:
+        t["unit_label"] = t["c"].map("{:.6g}".format)
+    by_n = bool(unit) and unit == n
+    return make_split(name, t, how, unit_col="unit_label" if unit or iso else None,
+                      unit=unit or ("budget" if iso else "run"), kind="isoflop" if iso else "runs", source=name,
+                      scale="n" if by_n else "c")
 
 
 def is_isoflop(c) -> bool:

@@ -1,125 +1,66 @@
-"""The scoreboard: every applicable law × estimator fitted to a split's training runs and scored on the runs it
-held out (``benchmark.protocol``).
+"""The scoreboard: every applicable entry fitted to a split's training runs and scored on the runs it held out
+(``benchmark.protocol``), with verdicts only where the data can carry them.
 
-Entries (law, estimator):
+Entries (``benchmark.entries``): Chinchilla's law by Approach 3 and by variable projection; Kaplan's, Gadre
+et al.'s and (where runs carry unique tokens) the data-constrained form by the law engine; Approach 2 (parabola,
+spline) on isoFLOP sets, which predicts N_opt only; Approach 1 where curves exist, scored by its exponent; and
+the naive baselines (a power law in C; on isoFLOP sets also the last budget's optimum carried forward).
 
-- (chinchilla, approach3): Hoffmann's Huber fit from his 4,500-start grid (``fitting.approach3``, batched);
-- (chinchilla, varpro): least squares in relative residuals by variable projection (``fitting.varpro``);
-- (kaplan | gadre | data_constrained, law engine): the registry's one multi-start fit (``fitting.laws``);
-  data_constrained only where the runs carry unique tokens;
-- (approach2, parabola | spline): isoFLOP sets only; per-budget optima and a power law N_opt ∝ C^a
-  (``fitting.isoflop``). It predicts N_opt, not the loss, so it has no RMSLE or loss coverage.
-- (approach1, envelope): where the split carries the models' training curves; the lower envelope of the curves
-  and N_opt ∝ C^a through it (``fitting.envelope``), fitted without and with the held-out models: scored by
-  its exponent only.
+Scores per entry: held-out RMSLE; each interval's coverage of the held-out *units* (``benchmark.calibrated``:
+calibrated forward on the training units, parameter-only from the bootstrap, noise-only); on isoFLOP sets the
+held-out budget's N_opt and L_min against its reference optimum (a cubic through its runs, which no entry uses),
+each with its own calibrated interval; and the exponent a fitted without and with the held-out runs.
 
-Scores per entry: RMSLE on the held-out runs; *coverage*, the share of held-out runs inside the new-run interval
-L̂·exp(±z σ̂) (σ̂ the training residual sd in log loss, as ``fitting.forecast`` gives without a bootstrap: it
-leaves out the parameters' own uncertainty, so it is the narrowest honest new-run interval); for Approach 3
-with ``fit_boot`` resamples also ``coverage_boot``, the same share for ``fitting.forecast``'s full new-run
-interval (each row-bootstrap replicate's prediction times exp(σ̂z)); on isoFLOP sets the
-held-out budget's N_opt against the optimum of a parabola through that budget's own runs (``nopt_error``, log
-ratio); and everywhere the exponent a of N_opt ∝ C^a, fitted without the held-out runs, against the same
-entry's full-data a (for a law, the slope of its numerical N_opt(C) over the runs' range of C).
-
-Which entry wins a dataset is settled by a paired bootstrap of the held-out log errors, resampling the split's
-independent unit (``paired_rmsle_differences``): entries whose interval on RMSLE − best RMSLE holds 0 tie with
-the best and are reported as tied, never ranked. The fits are held fixed in that resampling, so the interval is
-about which runs happened to be held out, not about the fits' own spread: two estimators of one correctly
-specified law can differ beyond it on one draw of the data.
+Verdicts count independent units, never runs: on one split an entry is ranked only where the held-out runs
+hold at least ``MIN_UNITS`` units (a paired bootstrap over units: the best, those tied with it, the worse), else
+"not ranked". A one-budget hold-out is one unit, so no isoFLOP split ranks anything alone; rankings across
+datasets (``benchmark.ranking``) count independent datasets, at least ``ranking.MIN_DATASETS`` of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from scalinglab.benchmark.calibrated import entry_intervals
+from scalinglab.benchmark.entries import (
+    A1_ENTRY,
+    A2_ENTRIES,
+    BASELINES,
+    LAST_OPTIMUM,
+    LOSS_ENTRIES,
+    POWER_LAW,
+    budget_reference,
+    exponent,
+    fit_entry,
+)
+from scalinglab.benchmark.entries import key as entry_name
 from scalinglab.benchmark.protocol import Split
 from scalinglab.errors import UserError
 from scalinglab.serialization import to_jsonable
 
-LOSS_ENTRIES = (("chinchilla", "approach3"), ("chinchilla", "varpro"), ("kaplan", "law engine"),
-                ("gadre", "law engine"), ("data_constrained", "law engine"))
-A2_ENTRIES = (("approach2", "parabola"), ("approach2", "spline"))
-A1_ENTRY = ("approach1", "envelope")
-N_GRID = 801
-# A paired bootstrap over one held-out unit has no spread: below this many units no entry is ranked.
-MIN_UNITS = 2
+# A paired bootstrap over fewer units is a coin flip: its 2.5% and 97.5% points are single-unit differences.
+MIN_UNITS = 5
 
 
-def _fit_loss(law: str, estimator: str, t: pd.DataFrame, n_boot: int = 0,
-              seed: int = 0) -> tuple[Callable, int, str, Any]:
-    """(predict(table) → loss, free parameters, status, Approach 3's LawFit or None) of one loss entry
-    fitted to the rows ``t``; ``n_boot``: Approach 3's row bootstrap."""
-    n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
-    if estimator == "approach3":
-        from scalinglab.fitting.approach3 import CHINCHILLA
-        from scalinglab.fitting.laws.base import fit_law
-
-        res = fit_law(CHINCHILLA, {"n": n, "d": d}, y, n_boot=n_boot, seed=seed)
-        return (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, res.status, res
-    if estimator == "varpro":
-        from scalinglab.fitting.varpro import fit_varpro
-
-        f = fit_varpro(n, d, y, tol=1e-7)
-        return (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, "converged", None
-    from scalinglab.fitting import laws
-
-    lw = laws.get(law)
-    fit = laws.fit_law(lw, {r: t[r].to_numpy(float) for r in lw.inputs}, y)
-    return (lambda q: fit.predict({r: q[r].to_numpy(float) for r in lw.inputs})), len(fit.free), fit.status, None
-
-
-def _n_opt(predict: Callable, c: float, n_lo: float, n_hi: float) -> float:
-    """The N minimising the predicted loss at compute c (D = c/6N), on a log grid two decades past the runs."""
-    grid = np.exp(np.linspace(np.log(n_lo) - np.log(100), np.log(n_hi) + np.log(100), N_GRID))
-    with np.errstate(all="ignore"):
-        loss = predict(pd.DataFrame({"n": grid, "d": c / (6 * grid)}))
-    loss = np.where(np.isfinite(loss), loss, np.inf)
-    i = int(np.argmin(loss))
-    return float(grid[i]) if 0 < i < N_GRID - 1 else float("nan")   # at the grid's edge: no interior optimum
-
-
-def _exponent(predict: Callable, budgets: np.ndarray, n_lo: float, n_hi: float) -> float:
-    """a = d log N_opt / d log C between the smallest and largest of ``budgets``."""
-    c0, c1 = float(np.min(budgets)), float(np.max(budgets))
-    n0, n1 = _n_opt(predict, c0, n_lo, n_hi), _n_opt(predict, c1, n_lo, n_hi)
-    return float(np.log(n1 / n0) / np.log(c1 / c0))
-
-
-def _optima(t: pd.DataFrame, method: str):
-    from scalinglab.fitting import isoflop
-
-    frame = t.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
-    with np.errstate(all="ignore"):
-        return isoflop.fit_exponent(isoflop.budget_optima(frame, method=method), weighted=False)
-
-
-def reference_n_opt(split: Split) -> float:
-    """The held-out budget's own optimum: the vertex of a parabola in log N through its runs (NaN at an edge)."""
-    from scalinglab.fitting import isoflop
-
-    frame = split.test.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
-    with np.errstate(all="ignore"):
-        opt = isoflop.budget_optima(frame, method="parabola")
-    row = opt.iloc[-1]
-    return float(row["n_opt"]) if not bool(row["edge"]) else float("nan")
+def entry_key(row: dict[str, Any]) -> str:
+    return entry_name(row["law"], row["estimator"])
 
 
 def entries_for(split: Split) -> list[tuple[str, str]]:
     out = [e for e in LOSS_ENTRIES if e[0] != "data_constrained" or "u" in split.table]
-    return out + (list(A2_ENTRIES) if split.kind == "isoflop" else []) + ([A1_ENTRY] if split.curves is not None
-                                                                         else [])
+    out += list(A2_ENTRIES) if split.kind == "isoflop" else []
+    out += [A1_ENTRY] if split.curves is not None else []
+    return out + (list(BASELINES) if split.kind == "isoflop" else [POWER_LAW])
 
 
 def _nan_row() -> dict[str, Any]:
-    return {"rmsle": np.nan, "coverage": np.nan, "n_inside": 0, "coverage_boot": np.nan, "nopt_error": np.nan,
-            "a_train": np.nan, "a_full": np.nan}
+    return {"rmsle": np.nan, "coverage_noise": np.nan, "n_inside": 0, "coverage_calibrated": np.nan,
+            "coverage_param_only": np.nan, "nopt_error": np.nan, "lmin_error": np.nan, "nopt_inside": None,
+            "lmin_inside": None, "a_train": np.nan, "a_full": np.nan, "intervals": {}}
 
 
 def _envelope_row(split: Split) -> dict[str, Any]:
@@ -132,59 +73,69 @@ def _envelope_row(split: Split) -> dict[str, Any]:
     return {"status": fit.status, "a_train": fit.exponent, "a_full": full.exponent}
 
 
+def reference_n_opt(split: Split) -> float:
+    """The held-out budget's reference optimum (``entries.budget_reference``: a cubic in log N; NaN at an edge)."""
+    return float(budget_reference(split.test).iloc[-1]["n_ref"])
+
+
 def score_entry(split: Split, law: str, estimator: str, level: float = 0.95, fit_boot: int = 0,
                 seed: int = 0) -> tuple[dict[str, Any], np.ndarray]:
-    """One entry's row and its held-out log errors (empty for Approaches 1 and 2); ``fit_boot``: Approach 3's
-    row-bootstrap resamples behind ``coverage_boot``."""
+    """One entry's row and its held-out log errors (empty where it predicts no loss); ``fit_boot``: the row
+    bootstrap behind the parameter-only interval (Approach 3 and the law engine)."""
     tr, te = split.train, split.test
-    row = {"dataset": split.dataset, "law": law, "estimator": estimator, "n_train": len(tr), "n_heldout": len(te),
-           "holdout": split.how, "unit": split.unit} | _nan_row()
-    iso = split.kind == "isoflop"
-    c_held = float(te["c"].max()) if iso else np.nan
+    row = {"dataset": split.dataset, "group": split.independent, "law": law, "estimator": estimator,
+           "n_train": len(tr), "n_heldout": len(te), "n_units": split.n_units_heldout, "holdout": split.how,
+           "unit": split.unit} | _nan_row()
     if law == "approach1":
         return row | _envelope_row(split), np.array([])
-    if law == "approach2":
-        fit, full = _optima(tr, estimator), _optima(split.table, estimator)
-        row.update(status=fit.status, a_train=fit.exponent, a_full=full.exponent,
-                   nopt_error=float(np.log(fit.predict(c_held) / reference_n_opt(split))) if fit.status == "ok"
-                   else np.nan)
-        return row, np.array([])
+    iso = split.kind == "isoflop"
+    n_range = (float(split.table["n"].min()), float(split.table["n"].max()))
     try:
-        predict, k, status, res = _fit_loss(law, estimator, tr, fit_boot, seed)
+        held = fit_entry(law, estimator, tr, iso=iso, n_range=n_range, n_boot=fit_boot, seed=seed)
     except UserError as exc:
         return row | {"status": f"refused: {exc}"}, np.array([])
-    with np.errstate(all="ignore"):
-        r_train = np.log(predict(tr)) - np.log(tr["loss"].to_numpy(float))
-        err = np.log(predict(te)) - np.log(te["loss"].to_numpy(float))
-    sigma = float(np.sqrt(np.sum(r_train ** 2) / max(len(tr) - k, 1)))
-    inside = np.abs(err) <= NormalDist().inv_cdf((1 + level) / 2) * sigma
-    row.update(status=status, rmsle=float(np.sqrt(np.mean(err ** 2))), coverage=float(np.mean(inside)),
-               n_inside=int(inside.sum()), sigma=sigma)
-    if res is not None and res.bootstrap is not None:
-        from scalinglab.fitting.forecast import loss_intervals
-
-        iv = loss_intervals(res, te["n"].to_numpy(float), te["d"].to_numpy(float), sigma, level)
-        y = te["loss"].to_numpy(float)
-        row["coverage_boot"] = float(np.mean((iv["new_lo"] <= y) & (y <= iv["new_hi"])))
-    if "u" in split.table:   # N_opt(C) of a law with unique tokens needs U too: no exponent
-        return row, err
-    n_lo, n_hi = float(split.table["n"].min()), float(split.table["n"].max())
-    full_predict = _fit_loss(law, estimator, split.table)[0]
-    row.update(a_train=_exponent(predict, tr["c"], n_lo, n_hi), a_full=_exponent(full_predict, split.table["c"],
-                                                                                  n_lo, n_hi))
-    if iso:
-        row["nopt_error"] = float(np.log(_n_opt(predict, c_held, n_lo, n_hi) / reference_n_opt(split)))
+    row["status"] = held.status
+    if held.loss is None and held.n_opt is None:   # Approach 2 without a usable line
+        return row, np.array([])
+    err = np.array([])
+    sigma = None
+    if held.loss is not None:
+        with np.errstate(all="ignore"):
+            r_train = np.log(held.loss(tr)) - np.log(tr["loss"].to_numpy(float))
+            err = np.log(held.loss(te)) - np.log(te["loss"].to_numpy(float))
+        sigma = float(np.sqrt(np.sum(r_train ** 2) / max(len(tr) - held.k, 1)))
+        z = NormalDist().inv_cdf((1 + level) / 2)
+        inside = np.abs(err) <= z * sigma
+        row.update(rmsle=float(np.sqrt(np.mean(err ** 2))), coverage_noise=float(np.mean(inside)),
+                   n_inside=int(inside.sum()), sigma=sigma)
+    iv = entry_intervals(split, law, estimator, held, level, sigma)
+    row["intervals"] = iv
+    for k, name in (("calibrated", "coverage_calibrated"), ("parameter_only", "coverage_param_only")):
+        if iv.get(k):
+            row[name] = iv[k]["coverage"]
+    for what, name in (("n_opt", "nopt"), ("l_min", "lmin")):
+        if what in iv:
+            row[f"{name}_error"] = float(np.log(iv[what]["predicted"] / iv[what]["reference"]))
+            row[f"{name}_inside"] = iv[what]["inside"]
+    if held.n_opt is not None and law != "baseline":
+        full = fit_entry(law, estimator, split.table, iso=iso, n_range=n_range)
+        row.update(a_train=exponent(held, tr["c"]), a_full=exponent(full, split.table["c"]))
     return row, err
 
 
 @dataclass(frozen=True)
 class DatasetBoard:
-    """One dataset's rows, the best entry by held-out RMSLE and each other entry's paired difference from it."""
+    """One dataset's rows and, where its held-out runs hold ``MIN_UNITS`` units or more, the best entry by
+    held-out RMSLE and each other entry's paired difference from it."""
 
     split: Split
     rows: tuple[dict[str, Any], ...]
     best: str | None
     differences: dict[str, dict[str, Any]]
+
+    @property
+    def ranked(self) -> bool:
+        return self.split.n_units_heldout >= MIN_UNITS
 
     def tied_with_best(self) -> list[str]:
         """The best entry and every entry whose paired interval on the difference holds 0."""
@@ -192,15 +143,21 @@ class DatasetBoard:
             return []
         return [self.best] + [k for k, d in self.differences.items() if d["ci"][0] <= 0]
 
-
-def entry_key(row: dict[str, Any]) -> str:
-    return f"{row['law']} / {row['estimator']}"
+    def verdict(self, k: str) -> str:
+        if not self.ranked:
+            return f"not ranked ({self.split.n_units_heldout} {self.split.unit} held out, {MIN_UNITS} needed)"
+        tied = self.tied_with_best()
+        if k == self.best:
+            return "best" if len(tied) == 1 else "tied for best"
+        if k in tied:
+            return "tied for best"
+        return "worse" if k in self.differences else "not ranked (no held-out loss)"
 
 
 def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
                 fit_boot: int = 0) -> DatasetBoard:
-    """Every applicable entry on one split, and the paired verdict on its RMSLEs (none when the held-out runs
-    hold fewer than MIN_UNITS independent units)."""
+    """Every applicable entry on one split, and the paired verdict on its RMSLEs where the held-out runs hold
+    at least MIN_UNITS independent units."""
     from scalinglab.fitting.laws.compare import paired_rmsle_differences
 
     rows, errors = [], {}
@@ -209,20 +166,19 @@ def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0
         rows.append(row)
         if err.size and np.all(np.isfinite(err)):
             errors[entry_key(row)] = err
-    units = split.test["unit"].to_numpy()
-    if len(np.unique(units)) < MIN_UNITS:
+    if split.n_units_heldout < MIN_UNITS:
         errors = {}
     best = min(errors, key=lambda k: float(np.mean(errors[k] ** 2))) if errors else None
     diffs = {}
     if best is not None and len(errors) > 1:
-        diffs = paired_rmsle_differences(errors, units, best, n_boot, seed, level)
+        diffs = paired_rmsle_differences(errors, split.test["unit"].to_numpy(), best, n_boot, seed, level)
     return DatasetBoard(split, tuple(rows), best, diffs)
 
 
 @dataclass(frozen=True)
 class Scoreboard:
-    """Every dataset's board, and the summary: for each entry, on how many datasets it is alone best, tied
-    for best, and its median RMSLE relative to each dataset's best."""
+    """Every dataset's board, the rankings across independent datasets and the coverage over independent
+    held-out units (``benchmark.ranking``)."""
 
     boards: tuple[DatasetBoard, ...]
     level: float = 0.95
@@ -231,66 +187,67 @@ class Scoreboard:
     def rows(self) -> list[dict[str, Any]]:
         out = []
         for b in self.boards:
-            tied = b.tied_with_best()
             for r in b.rows:
                 k = entry_key(r)
                 d = b.differences.get(k)
                 out.append(r | {"vs_best": None if d is None else {"diff": d["diff"], "ci": d["ci"]},
-                                "verdict": ("best" if k == b.best and len(tied) == 1 else
-                                            "tied for best" if k in tied else
-                                            "worse" if d is not None else "not ranked")})
+                                "verdict": b.verdict(k)})
         return out
 
-    def wins(self) -> list[dict[str, Any]]:
-        """Per entry: datasets scored, alone best, tied for best, median RMSLE ratio to the dataset's best."""
-        stats: dict[str, dict[str, Any]] = {}
+    def ranking(self) -> dict[str, Any]:
+        from scalinglab.benchmark.ranking import rankings
+
+        return rankings(self.rows(), self.level)
+
+    def coverage_overall(self) -> dict[str, Any]:
+        from scalinglab.benchmark.ranking import coverage_overall
+
+        return coverage_overall(self.rows())
+
+    def calibration(self) -> dict[str, Any]:
+        """Per dataset: its independent group, held-out units, and each entry's coverage by each interval."""
+        out = {}
         for b in self.boards:
-            tied = b.tied_with_best()
-            # The ratio's reference: the best entry, or with no verdict (one held-out unit) the lowest RMSLE.
-            finite = [r["rmsle"] for r in b.rows if np.isfinite(r["rmsle"])]
-            best = {entry_key(r): r["rmsle"] for r in b.rows}.get(b.best, min(finite, default=np.nan))
-            for r in b.rows:
-                k = entry_key(r)
-                s = stats.setdefault(k, {"entry": k, "datasets": 0, "alone_best": 0, "tied_best": 0, "ratios": []})
-                if not np.isfinite(r["rmsle"]):
-                    continue
-                s["datasets"] += 1
-                s["alone_best"] += int(k == b.best and len(tied) == 1)
-                s["tied_best"] += int(k in tied and len(tied) > 1)
-                s["ratios"].append(r["rmsle"] / best)
-        return [{k: v for k, v in s.items() if k != "ratios"}
-                | {"median_ratio_to_best": float(np.median(s["ratios"])) if s["ratios"] else np.nan}
-                for s in stats.values() if s["datasets"]]
+            out[b.split.dataset] = {
+                "group": b.split.independent, "unit": b.split.unit, "n_units": b.split.n_units_heldout,
+                "entries": {entry_key(r): {k: r["intervals"].get(k) for k in
+                                           ("calibrated", "parameter_only", "noise_only", "calibration", "n_opt",
+                                            "l_min")}
+                            for r in b.rows if r["intervals"]}}
+        return to_jsonable(out)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable({"level": self.level, "rows": self.rows(), "wins": self.wins(),
-                            "datasets": [{"dataset": b.split.dataset, "holdout": b.split.how, "unit": b.split.unit,
-                                          "n_train": len(b.split.train), "n_heldout": len(b.split.test),
-                                          "best": b.best, "tied_with_best": b.tied_with_best()}
-                                         for b in self.boards]})
+        rows = [{k: v for k, v in r.items() if k != "intervals"} for r in self.rows()]
+        return to_jsonable({"level": self.level, "min_units": MIN_UNITS, "rows": rows, "ranking": self.ranking(),
+                            "coverage_overall": self.coverage_overall(), "calibration": self.calibration(),
+                            "datasets": [{"dataset": b.split.dataset, "group": b.split.independent,
+                                          "holdout": b.split.how, "unit": b.split.unit,
+                                          "n_units": b.split.n_units_heldout, "n_train": len(b.split.train),
+                                          "n_heldout": len(b.split.test), "ranked": b.ranked, "best": b.best,
+                                          "tied_with_best": b.tied_with_best()} for b in self.boards]})
 
     def summary(self) -> str:
+        from scalinglab.benchmark.ranking import summary_lines
+
         pct = round(self.level * 100)
         lines = []
         for b in self.boards:
             lines += ["", b.split.describe(),
-                      f"  {'law / estimator':<30}{'RMSLE':>8}{'cover':>7}{'N_opt err':>10}{'a (fit)':>9}{'a (all)':>9}"
-                      f"   vs best ({pct}% paired interval)"]
+                      f"  {'law / estimator':<28}{'RMSLE':>8}{'calib':>7}{'param':>7}{'noise':>7}{'N_opt err':>10}"
+                      f"{'L_min err':>10}   verdict (paired {pct}% interval over {b.split.unit}s)"]
             for r in self.rows():
                 if r["dataset"] != b.split.dataset:
                     continue
                 vs = r["vs_best"]
                 text = r["verdict"] if vs is None else (f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}] "
                                                          f"{r['verdict']}")
-                lines.append(f"  {entry_key(r):<30}{_f(r['rmsle'], 4):>8}{_f(r['coverage'], 2):>7}"
-                             f"{_f(r['nopt_error'], 3, True):>10}{_f(r['a_train'], 3):>9}{_f(r['a_full'], 3):>9}"
-                             f"   {text}")
-        lines += ["", "coverage: share of held-out runs inside the new-run interval L*exp(+-z sigma) "
-                      "(residual noise only); N_opt err: log(predicted / the held-out budget's own optimum)",
-                  "", f"{'law / estimator':<30}{'datasets':>9}{'best':>6}{'tied':>6}{'RMSLE / best (median)':>23}"]
-        for w in self.wins():
-            lines.append(f"{w['entry']:<30}{w['datasets']:>9}{w['alone_best']:>6}{w['tied_best']:>6}"
-                         f"{_f(w['median_ratio_to_best'], 2):>23}")
+                lines.append(f"  {entry_key(r):<28}{_f(r['rmsle'], 4):>8}{_f(r['coverage_calibrated'], 2):>7}"
+                             f"{_f(r['coverage_param_only'], 2):>7}{_f(r['coverage_noise'], 2):>7}"
+                             f"{_f(r['nopt_error'], 3, True):>10}{_f(r['lmin_error'], 3, True):>10}   {text}")
+        lines += ["", f"calib / param / noise: share of held-out {pct}% intervals' units inside (calibrated forward on "
+                      "the training units; parameter-only, rows resampled; noise-only, residual sd, share of runs); "
+                      "N_opt, L_min err: log(predicted / the held-out budget's reference optimum, a cubic in log N)"]
+        lines += summary_lines(self.ranking(), self.coverage_overall(), self.level)
         return "\n".join(lines[1:])
 
 
@@ -302,7 +259,8 @@ def _f(x, digits: int, sign: bool = False) -> str:
 
 def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, fit_boot: int = 0,
         progress: bool = False) -> Scoreboard:
-    """Every split's board (``splits``: protocol.Split objects); ``fit_boot``: Approach 3's row bootstrap."""
+    """Every split's board (``splits``: protocol.Split objects); ``fit_boot``: the row bootstrap behind the
+    parameter-only intervals."""
     it = list(splits)
     if progress:
         from tqdm.auto import tqdm
@@ -314,18 +272,19 @@ def run(splits, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, fit_b
 
 def score_runs(table, holdout, *, n: str = "N", d: str | None = "D", c: str | None = None, loss: str = "loss",
                u: str | None = None, unit: str | None = None, where=None, n_boot: int = 2000, seed: int = 0,
-               level: float = 0.95, name: str = "runs") -> Scoreboard:
+               level: float = 0.95, fit_boot: int = 0, name: str = "runs") -> Scoreboard:
     """A user's runs on the scoreboard (``scalinglab scoreboard``): ``protocol.from_table``'s split, every
-    applicable entry, the paired verdict."""
+    applicable entry, the verdicts its units can carry."""
     from scalinglab.benchmark.protocol import from_table
 
     split = from_table(table, holdout, n=n, d=d, c=c, loss=loss, u=u, unit=unit, where=where, name=name)
-    return Scoreboard((score_split(split, n_boot=n_boot, seed=seed, level=level),), level)
+    return Scoreboard((score_split(split, n_boot=n_boot, seed=seed, level=level, fit_boot=fit_boot),), level)
 
 
 def figure(board: Scoreboard):
-    """What ``scalinglab scoreboard --plot`` draws: each dataset's held-out RMSLE per law × estimator, log scale,
-    with the best and the entries tied with it filled, the others hollow (matplotlib imported here only)."""
+    """What ``scalinglab scoreboard --plot`` draws: each dataset's held-out RMSLE per entry, log scale, with
+    the best and the entries tied with it filled, the others (worse or not ranked) hollow (matplotlib imported
+    here only)."""
     from matplotlib.figure import Figure
 
     rows = [r for r in board.rows() if np.isfinite(r["rmsle"])]
@@ -348,6 +307,12 @@ def figure(board: Scoreboard):
     ax.invert_yaxis()
     ax.set_xlabel("held-out RMSLE (log scale)")
     fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="lower center", ncol=2, frameon=False)
-    ax.set_title(f"filled: best, or tied with it (paired {board.level:.0%} interval holds 0)", fontsize=9)
+    ax.set_title(f"filled: best, or tied with it (paired {board.level:.0%} interval over >= {MIN_UNITS} units "
+                 "holds 0)", fontsize=9)
     fig.tight_layout(rect=(0, legend_in / height, 1, 1))
     return fig
+
+
+__all__ = ["MIN_UNITS", "LOSS_ENTRIES", "A2_ENTRIES", "A1_ENTRY", "BASELINES", "POWER_LAW", "LAST_OPTIMUM",
+           "DatasetBoard", "Scoreboard", "entries_for", "entry_key", "figure", "reference_n_opt", "run",
+           "score_entry", "score_runs", "score_split"]

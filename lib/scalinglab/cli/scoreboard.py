@@ -12,9 +12,14 @@ def register(sub) -> None:
         "scoreboard", help="which law, fitted how, predicts your held-out runs: laws x estimators, scored",
         description="Fit every applicable law x estimator (Chinchilla by Approach 3 and by variable projection, "
                     "Kaplan's and Gadre et al.'s forms, the data-constrained form with --u-col, and Approach 2's "
-                    "parabola and spline with --c-col) to the runs a --holdout split keeps, and score each on the "
-                    "runs it holds out: RMSLE, coverage of the new-run interval, and with budgets N_opt and the "
-                    "exponent a. A paired bootstrap of the held-out errors says which entries tie with the best.")
+                    "parabola and spline with --c-col) and the naive baselines (a power law in C; with budgets also "
+                    "the last budget's optimum carried forward) to the runs a --holdout split keeps, and score each "
+                    "on the runs it holds out: RMSLE, the share of held-out units inside a calibrated interval "
+                    "(fitted one training unit below each, forward by scale) beside the bootstrap's parameter-only "
+                    "one, and with budgets N_opt and L_min against the held-out budget's own optimum. Units, not "
+                    "runs, are counted: on isoFLOP runs a budget is one unit, so a one-budget hold-out is one unit; "
+                    "entries are ranked (a paired bootstrap over units) only with at least 5 held-out units, else "
+                    "'not ranked'.")
     from scalinglab.cli import flags
 
     flags.add_source(p)
@@ -26,11 +31,14 @@ def register(sub) -> None:
                    help="compute C in FLOP at which the row's loss was measured: the isoFLOP budget each run "
                         "belongs to (adds Approach 2; default: the dataset's role)")
     p.add_argument("--unit-col", metavar="COL",
-                   help="the paired bootstrap draws whole values of COL (e.g. N: a model read at several token "
-                        "counts); default: each held-out run on its own")
+                   help="the independent unit: rows sharing a value of COL share a misfit and count once (e.g. N: "
+                        "a model read at several token counts); default: the budget on isoFLOP runs (--c-col with "
+                        "shared budgets), else each run")
     flags.add_where(p)
     flags.add_resampling(p, flags.BOOTSTRAP_FOR_INTERVALS, "the paired bootstrap of the held-out units that decides "
                          "ties")
+    p.add_argument("--fit-bootstrap", type=int, default=100, metavar="K",
+                   help="row-bootstrap refits behind the parameter-only intervals (Approach 3, law engine; 0: none)")
     flags.add_json(p)
     p.add_argument("--plot", metavar="FILE", help="also write a figure of the held-out RMSLEs to FILE (.png, .pdf or "
                                                   ".svg)")
@@ -50,6 +58,8 @@ def _run(args) -> int:
     if args.plot:
         check_outputs({"--plot": args.plot}, [args.csv])
         check_plot_path(args.plot)
+    if args.fit_bootstrap < 0:
+        raise UserError(f"--fit-bootstrap {args.fit_bootstrap}: give 0 (no parameter-only interval) or more")
     if args.bootstrap < 1:
         raise UserError(f"--bootstrap {args.bootstrap}: the paired interval that decides ties needs resamples")
     check_level_supported(args.bootstrap, args.level)
@@ -65,7 +75,8 @@ def _run(args) -> int:
     try:
         board = S.score_runs(table, holdout, n=args.n_col or roles.get("n", "N"), d=d, c=c,
                              loss=args.loss_col or roles.get("loss", "loss"), u=args.u_col, unit=args.unit_col,
-                             where=args.where, n_boot=args.bootstrap, seed=args.seed, level=args.level, name=label)
+                             where=args.where, n_boot=args.bootstrap, seed=args.seed, level=args.level,
+                             fit_boot=args.fit_bootstrap, name=label)
     except UserError as exc:
         raise UserError(f"{label}: {exc}") from None
     if args.plot:

@@ -40,11 +40,13 @@ ESTIMATORS = ("parabola", "spline", "approach3", "varpro")
 # Hoffmann's exponent sum α + β = 0.62 and coefficients; a = β/(α+β) is varied by splitting the sum.
 EXPONENT_SUM = 0.62
 E_A_B = (1.69, 406.4, 410.7)
-# A design's estimator is trusted when its bias is under BIAS_OK (in a, two Monte Carlo errors allowed) and
-# the exact 95% interval of its coverage reaches COVERAGE_OK (95% nominal: an interval that covers 90% of
-# the time is still usable; one the replicates show covers less is not).
+# A design's estimator is trusted unless the replicates show it fails: its bias over BIAS_OK (in a, two Monte
+# Carlo errors allowed), or the exact 95% interval of its coverage entirely below the nominal COVERAGE_OK.
+# Testing against the nominal level, not a lower "usable" one, is what gives the rule power at the replicate
+# counts the notebooks can afford (rule_power): a nominal interval is flagged at most 2.5% of the time, one that
+# covers 84% at 64 replicates, 88% at 128, 80% of the time. Against 0.90 the same counts flag only 78% and 81%.
 BIAS_OK = 0.01
-COVERAGE_OK = 0.90
+COVERAGE_OK = 0.95
 
 Grid = list[tuple[float, np.ndarray]]        # (budget C, sizes N) per budget
 
@@ -227,9 +229,54 @@ def summarise(a_true: float, est: np.ndarray) -> dict:
 
 def trusted(row: dict) -> bool:
     """Bias under BIAS_OK allowing two Monte Carlo errors, and a coverage whose exact 95% interval reaches
-    COVERAGE_OK (the replicates cannot reject a coverage of at least that)."""
+    COVERAGE_OK, the nominal level (the replicates cannot reject it); ``rule_power`` says what it can catch."""
     return (abs(row["bias"]) - 2 * row["bias_mc"] < BIAS_OK
             and row["coverage_hi"] >= COVERAGE_OK)
+
+
+def coverage_flag_count(n: int, threshold: float = COVERAGE_OK) -> int:
+    """The most replicates covered (of ``n``) at which :func:`trusted`'s coverage rule still fails: the largest
+    k whose exact 95% upper bound lies below ``threshold`` (-1: no count fails, the rule cannot fail)."""
+    k = -1
+    while k + 1 <= n and clopper_pearson(k + 1, n)[1] < threshold:
+        k += 1
+    return k
+
+
+def coverage_power(p: float, n: int, threshold: float = COVERAGE_OK) -> float:
+    """The chance that the coverage rule flags an interval whose true coverage is ``p``, with ``n`` replicates."""
+    from scipy.stats import binom
+
+    k = coverage_flag_count(n, threshold)
+    return float(binom.cdf(k, n, p)) if k >= 0 else 0.0
+
+
+def coverage_detectable(n: int, power: float = 0.8, threshold: float = COVERAGE_OK) -> float:
+    """The highest true coverage the rule flags with probability ``power`` at ``n`` replicates (NaN when it
+    never does): a coverage this far below the nominal 95% or further is caught 80% of the time."""
+    from scipy.optimize import brentq
+
+    if coverage_flag_count(n, threshold) < 0 or coverage_power(1e-9, n, threshold) < power:
+        return float("nan")
+    return float(brentq(lambda p: coverage_power(p, n, threshold) - power, 1e-9, 1 - 1e-9))
+
+
+def bias_detectable(se: float, power: float = 0.8) -> float:
+    """The |bias| the bias rule (|bias| − 2 se ≥ BIAS_OK) flags with probability ``power`` when the estimate's
+    Monte Carlo error is ``se``: BIAS_OK + (2 + z_power)·se, the far tail neglected."""
+    from statistics import NormalDist
+
+    return float(BIAS_OK + (2 + NormalDist().inv_cdf(power)) * se)
+
+
+def rule_power(reps: int, bias_se, power: float = 0.8) -> dict:
+    """What the trust rule can see at ``reps`` replicates: ``coverage_80`` (the highest true coverage flagged
+    ``power`` of the time), ``coverage_false_flag`` (the chance a nominal 95% interval is flagged), and
+    ``bias_80`` (the |bias| flagged ``power`` of the time) at the median of ``bias_se`` (Monte Carlo errors)."""
+    se = float(np.nanmedian(np.asarray(bias_se, float)))
+    return {"reps": reps, "power": power, "coverage_80": coverage_detectable(reps, power),
+            "coverage_false_flag": coverage_power(0.95, reps), "bias_se_median": se,
+            "bias_80": bias_detectable(se, power)}
 
 
 def paired_gaps(a_true: float, est: dict[str, np.ndarray], candidates: list[str]) -> dict[str, tuple[float, float]]:

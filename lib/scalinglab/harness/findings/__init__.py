@@ -46,8 +46,8 @@ from scalinglab.harness.findings.kaplan_hoffmann import kaplan_vs_hoffmann
 from scalinglab.harness.findings.loss_curves import loss_curves
 
 __all__ = ["FINDINGS", "MAX_FINDINGS", "NA", "Finding", "MissingSummaryKey", "benchmark", "chinchilla_fit", "dec",
-           "diff", "downstream", "estimator_audit", "extrapolation", "findings", "hyperparameters", "interval", "inverse_scaling",
-           "kaplan_vs_hoffmann", "loss_curves", "pct", "pval", "render_markdown", "sig"]
+           "diff", "downstream", "estimator_audit", "extrapolation", "findings", "hyperparameters", "interval",
+           "inverse_scaling", "kaplan_vs_hoffmann", "loss_curves", "pct", "pval", "render_markdown", "sig"]
 
 FINDINGS: dict[str, Callable[[Mapping[str, Any]], list[Finding]]] = {
     "01_chinchilla_fit": chinchilla_fit,

@@ -52,10 +52,10 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"Compute-optimal exponent a = {dec(ours('a'))} {interval(ci('a'), level=level)}, {runs}; "
         f"Hoffmann's printed Approach 3 implies {dec(hoff('a'))}. Wald tests on these runs "
         + ("reject" if p_hoffmann < 0.05 else "do not reject")
-        + f" his printed and unrounded sets (χ² = {sig(test('hoffmann_printed', 'chi2'), 2)} and "
-        f"{sig(test('hoffmann_unrounded', 'chi2'), 2)}, 5 df, {_p(p_hoffmann)}) and "
+        + f" his printed and unrounded sets (χ² = {_chi2(test('hoffmann_printed', 'chi2'))} and "
+        f"{_chi2(test('hoffmann_unrounded', 'chi2'))}, 5 df, {_p(p_hoffmann)}) and "
         + ("not Epoch's" if p_epoch >= 0.05 else "Epoch's too")
-        + f" (χ² = {sig(test('epoch_reported', 'chi2'), 2)}, {_p(p_epoch)}"
+        + f" (χ² = {_chi2(test('epoch_reported', 'chi2'))}, {_p(p_epoch)}"
         + f"; a shift of {dec(detectable, 2)} in a is detected with 80% power)."))
 
     tpp = "tokens_per_param_at_5.88e23"
@@ -122,3 +122,11 @@ def _sensitivity_clause(s: _Summary) -> str:
     keep_all = s.row("sensitivity", check="highest losses dropped", setting="0")
     return (f"Refits with other Huber δ, extractions or outlier drops give {_span(varied, lambda v: sig(v, 2))}; "
             f"keeping all {keep_all['n_rows']} rows gives {sig(keep_all['tokens_per_param'], 2)}.")
+
+
+def _chi2(x) -> str:
+    """A χ² statistic as the consistency table prints it: whole numbers from 10 up (298, not 300), else two
+    significant digits."""
+    if _missing(x):
+        return NA
+    return f"{x:.0f}" if abs(x) >= 10 else sig(x, 2)
