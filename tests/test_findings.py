@@ -60,12 +60,16 @@ def test_chinchilla_fit_known_answers():
     assert "outlier drops give 14–20; keeping all 245 rows gives 6.8." in t
     # The trap moves β (0.367 → 0.311) and a towards Hoffmann's 0.28 and 0.452, α (0.347 → 0.380) away from 0.34.
     assert "β 0.37 → 0.31 and a 0.51 → 0.45 move towards his values, α 0.35 → 0.38 away" in t
-    # §10: 586,120 and 39,300.6 runs, to two significant digits.
-    assert "would need 590,000 runs at our bootstrap's width, 39,000 by his own procedure; he had ~400." in t
+    # §10: 586,120 and 157,202 runs at his width, 146,530 and 39,300.6 at the widest his rounding allows: the two
+    # procedures compared at the same width, each width named.
+    assert ("would need 590,000 runs at our bootstrap's width, 160,000 by his procedure (at 0.002, his rounding's "
+            "widest: 150,000 and 39,000); he had ~400.") in t
     assert "a = 0.507 (95% 0.455–0.559), t interval over the budgets' optima" in t and "(ours +0.017)" in t
     assert "below −0.035 or above +0.069 are excluded" in t        # 0.4546 − 0.49 and 0.5590 − 0.49
     assert "a = 0.5970, is reproduced (difference 0.0000)" in t
     assert "a = 0.60 (95% 0.55–0.62), bootstrap over runs, against their 0.50" in t
+    # The tables differ in start and density: both reported, neither named the sole cause.
+    assert "a later start moves a to 0.81; fewer checkpoints, to 0.60–0.62." in t and "sets this exponent" not in t
 
 
 def test_chinchilla_fit_bullets_are_short_and_say_when_a_test_does_not_reject():
@@ -157,8 +161,10 @@ def test_inverse_scaling_known_answers():
     assert "every model giving the same letter to every question, so NeQA is beyond models this small" in t
     assert "Memo Trap 0.57–0.60, flat clustered by item (slope +0.02 logit per decade, 95% over 936 items " \
            "−0.04 to +0.08)" in t
-    assert "0.53 (95% over phrases 0.47–0.59) of never-seen phrases and 0.08 (95% 0.05–0.12) of very common" in t
+    assert "0.53 (95% over phrases 0.47–0.59) of never-seen phrases, 0.08 (95% 0.05–0.12) of very common" in t
     assert "interaction −0.42 (95%, clustered by item, −0.61 to −0.23): larger models prefer memorised" in t
+    # The count is in the whole text; each model trained on part of it (1.3M to 9M tokens): exposure confounds it.
+    assert "frequent phrases, but also saw each more often (1.3M–9.0M training tokens)" in t
     assert "mechanism" not in t
 
 
