@@ -1,0 +1,296 @@
+"""Prediction intervals calibrated on units the fit never saw.
+
+A scaling law is used to bet compute on a run nobody has trained, and it is judged by runs it did not see. Those
+runs are rarely independent: the runs of one isoFLOP budget share that budget's misfit, the points of one loss
+curve share its schedule's, the checkpoints of one ladder run share the run. An interval checked on 18 points
+that are 3 units is checked three times, not eighteen. So the interval for a new prediction is calibrated on
+whole units left out, in three steps:
+
+1. **Out-of-unit residuals.** Refit without each unit in turn and predict it (``scheme="leave-one-out"``, for
+   exchangeable units: schedules, ladder runs, seeds), or, for extrapolation, fit on the units below each one by
+   scale and predict it (``scheme="forward"``): the residuals then carry the error of one step outward, which a
+   leave-one-out over interior units would understate. Residuals live in the target's residual space (log loss).
+2. **A random effect per unit.** Each residual is r = μ + u_unit + e_point with u ~ (0, σ_u²) shared by a unit's
+   points and e ~ (0, σ_e²) its own; σ_u² and σ_e² by one-way ANOVA (method of moments, σ_u² clipped at 0).
+3. **The interval for a point of a new unit**: the prediction shifted by μ̂ (the mean out-of-unit residual: the
+   law's bias one unit out), ± t_{K−1} · sqrt(σ_u² + σ_e² + Var μ̂), with Var μ̂ = (σ_u² + σ_e²/n̄)/K and K − 1
+   degrees of freedom for K units. Five units give a wide interval, and fewer than two none at all: that is the
+   data's answer, not a defect to be tuned away.
+
+The same procedure with every point as its own unit is the naive interval: tests/test_calibration.py shows it
+falls below nominal when the points of a unit share misfit, while the unit-level one reaches nominal.
+The bootstrap's interval over the fitted runs (``Predictions.lower``/``upper``) stays beside it, named
+parameter-only: it says how well the law's parameters are pinned, not where a new run will land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from scalinglab.errors import UserError
+from scalinglab.serialization import to_jsonable
+
+SCHEMES = ("leave-one-out", "forward")
+SPACES = ("log", "logit", "linear")
+
+
+def _to_space(y, space: str) -> np.ndarray:
+    y = np.asarray(y, float)
+    with np.errstate(all="ignore"):
+        if space == "log":
+            return np.log(y)
+        if space == "logit":
+            return np.log(y) - np.log1p(-y)
+    return y
+
+
+def _from_space(z, space: str) -> np.ndarray:
+    z = np.asarray(z, float)
+    with np.errstate(all="ignore"):
+        if space == "log":
+            return np.exp(z)
+        if space == "logit":
+            return 1.0 / (1.0 + np.exp(-z))
+    return z
+
+
+def _labels(units, n: int) -> np.ndarray:
+    u = np.asarray(units, dtype=object)
+    if u.shape != (n,):
+        raise UserError(f"calibration: {len(u)} unit labels for {n} values; give one label per value")
+    return u
+
+
+def _unique(u: np.ndarray) -> list:
+    seen: dict = {}
+    for x in u:
+        seen.setdefault(x, None)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class UnitResiduals:
+    """Each left-out point's residual (transform(actual) − transform(predicted)) under a fit that never saw its
+    unit. ``unit[i]`` names residual i's unit; ``failed`` the units whose refit raised or predicted non-finite
+    values (left out of the calibration, and counted so a reader sees it)."""
+
+    resid: np.ndarray
+    unit: np.ndarray
+    scheme: str
+    space: str
+    unit_name: str = "unit"
+    failed: tuple = ()
+
+    @property
+    def n_units(self) -> int:
+        return len(_unique(self.unit))
+
+    def per_unit(self) -> dict[Any, np.ndarray]:
+        return {k: self.resid[self.unit == k] for k in _unique(self.unit)}
+
+
+def out_of_unit_residuals(y, units, fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
+                          space: str = "log", scheme: str = "leave-one-out", order=None,
+                          min_train_units: int = 2, unit_name: str = "unit") -> UnitResiduals:
+    """Residuals of every unit under a fit that did not see it.
+
+    ``fit_predict(train_mask, test_mask)`` fits on the rows of ``train_mask`` and returns predictions for the rows
+    of ``test_mask``, in order. ``scheme="forward"`` needs ``order``, a per-row scale (compute, N): a unit's scale
+    is its largest row's, and each unit is predicted from the units strictly below it, once at least
+    ``min_train_units`` are there.
+    """
+    if scheme not in SCHEMES:
+        raise UserError(f"calibration scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
+    if space not in SPACES:
+        raise UserError(f"calibration space {space!r}: use one of {', '.join(SPACES)}")
+    y = np.asarray(y, float)
+    u = _labels(units, len(y))
+    labels = _unique(u)
+    if scheme == "forward":
+        if order is None:
+            raise UserError("calibration scheme 'forward' needs a scale per row (order=...) to know what lies below")
+        order = np.asarray(order, float)
+        scale = {k: float(np.max(order[u == k])) for k in labels}
+        labels = sorted(labels, key=lambda k: scale[k])
+    ty = _to_space(y, space)
+    resid, unit, failed = [], [], []
+    for i, k in enumerate(labels):
+        test = u == k
+        if scheme == "forward":
+            below = labels[:i]
+            if len(below) < min_train_units:
+                continue
+            train = np.isin(u, below)
+        else:
+            train = ~test
+        if not train.any():
+            continue
+        try:
+            pred = np.asarray(fit_predict(train, test), float)
+        except UserError:
+            failed.append(k)
+            continue
+        r = ty[test] - _to_space(pred, space)
+        if pred.shape != (int(test.sum()),) or not np.all(np.isfinite(r)):
+            failed.append(k)
+            continue
+        resid.append(r)
+        unit.extend([k] * len(r))
+    r = np.concatenate(resid) if resid else np.zeros(0)
+    return UnitResiduals(r, np.asarray(unit, dtype=object), scheme, space, unit_name, tuple(failed))
+
+
+def variance_components(resid, units) -> tuple[float, float, float, int]:
+    """(μ̂, σ_u², σ_e², K) by one-way ANOVA: σ_e² from the spread within units, σ_u² from the spread of the unit
+    means beyond what σ_e² explains (clipped at 0). Units of one point each leave σ_e² unidentified: it is then
+    0 and σ_u² carries all the spread, which is what a unit-level interval needs."""
+    r = np.asarray(resid, float)
+    u = np.asarray(units, dtype=object)
+    labels = _unique(u)
+    k = len(labels)
+    groups = [r[u == lab] for lab in labels]
+    n_k = np.array([len(g) for g in groups], float)
+    means = np.array([g.mean() for g in groups])
+    mu = float(means.mean()) if k else float("nan")
+    within_df = float(n_k.sum() - k)
+    ssw = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
+    s_e2 = ssw / within_df if within_df > 0 else 0.0
+    if k < 2:
+        return mu, float("nan"), s_e2, k
+    s_b2 = float(means.var(ddof=1))
+    s_u2 = max(0.0, s_b2 - s_e2 * float(np.mean(1.0 / n_k)))
+    return mu, s_u2, s_e2, k
+
+
+@dataclass(frozen=True)
+class UnitCalibration:
+    """The calibrated interval for a point of a new unit: the prediction shifted by ``mu`` and widened by the
+    unit and point spread of the out-of-unit residuals, with a t on ``df`` = K − 1 degrees of freedom."""
+
+    mu: float
+    sigma_unit: float
+    sigma_point: float
+    n_units: int
+    n_points: int
+    level: float
+    scheme: str
+    space: str
+    unit_name: str = "unit"
+    failed: tuple = ()
+    per_unit_mean: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_residuals(cls, res: UnitResiduals, level: float = 0.95) -> UnitCalibration:
+        if not 0 < level < 1:
+            raise UserError(f"calibration level {level!r} must lie strictly between 0 and 1")
+        mu, s_u2, s_e2, k = variance_components(res.resid, res.unit)
+        means = {lab: float(v.mean()) for lab, v in res.per_unit().items()}
+        return cls(mu, float(np.sqrt(s_u2)) if np.isfinite(s_u2) else float("nan"), float(np.sqrt(s_e2)),
+                   k, len(res.resid), level, res.scheme, res.space, res.unit_name, res.failed, means)
+
+    @property
+    def ok(self) -> bool:
+        return self.n_units >= 2 and np.isfinite(self.sigma_unit)
+
+    @property
+    def reason(self) -> str:
+        if self.ok:
+            return ""
+        return (f"not calibrated: {self.n_units} {self.unit_name}(s) left out, and an interval for a new "
+                f"{self.unit_name} needs at least 2")
+
+    @property
+    def df(self) -> int:
+        return max(self.n_units - 1, 0)
+
+    @property
+    def scale(self) -> float:
+        """The predictive sd of a new unit's point in the residual space."""
+        if not self.ok:
+            return float("nan")
+        n_bar = self.n_points / self.n_units
+        var_mu = (self.sigma_unit ** 2 + self.sigma_point ** 2 / n_bar) / self.n_units
+        return float(np.sqrt(self.sigma_unit ** 2 + self.sigma_point ** 2 + var_mu))
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width in the residual space (log loss for a log law)."""
+        if not self.ok:
+            return float("nan")
+        return float(stats.t.ppf(0.5 + self.level / 2, self.df) * self.scale)
+
+    def interval(self, pred, level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) for predictions ``pred``, in the target's own units; NaN when not calibrated."""
+        pred = np.asarray(pred, float)
+        if not self.ok:
+            nan = np.full(pred.shape, np.nan)
+            return nan, nan.copy()
+        lv = self.level if level is None else level
+        if not 0 < lv < 1:
+            raise UserError(f"calibration level {lv!r} must lie strictly between 0 and 1")
+        h = float(stats.t.ppf(0.5 + lv / 2, self.df) * self.scale)
+        z = _to_space(pred, self.space) + self.mu
+        return _from_space(z - h, self.space), _from_space(z + h, self.space)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({
+            "method": "random effect per unit on out-of-unit residuals", "scheme": self.scheme,
+            "unit": self.unit_name, "n_units": self.n_units, "n_points": self.n_points, "level": self.level,
+            "space": self.space, "bias": self.mu, "sigma_unit": self.sigma_unit, "sigma_point": self.sigma_point,
+            "df": self.df, "half_width": self.half_width, "failed_units": [str(f) for f in self.failed],
+            "ok": self.ok, "reason": self.reason})
+
+    def summary(self) -> str:
+        if not self.ok:
+            return self.reason
+        where = "one step beyond the fitted units" if self.scheme == "forward" else "left out in turn"
+        return (f"calibrated {self.level:.0%} interval over {self.n_units} {self.unit_name}s {where}: "
+                f"bias {self.mu:+.4f}, sd between {self.unit_name}s {self.sigma_unit:.4f}, within "
+                f"{self.sigma_point:.4f} (in {self.space} space), t on {self.df} df, half-width {self.half_width:.4f}")
+
+
+def calibrate(y, units, fit_predict, *, level: float = 0.95, **kw) -> UnitCalibration:
+    """``out_of_unit_residuals`` then ``UnitCalibration.from_residuals`` in one call."""
+    return UnitCalibration.from_residuals(out_of_unit_residuals(y, units, fit_predict, **kw), level)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many held-out units an interval held. Each unit counts once: its share of points inside (1 or 0 for a
+    one-point unit), so ``coverage`` = units_inside / n_units is a rate over independent units, not points."""
+
+    per_unit: dict
+    points_inside: int
+    n_points: int
+
+    @property
+    def n_units(self) -> int:
+        return len(self.per_unit)
+
+    @property
+    def units_inside(self) -> float:
+        return float(sum(self.per_unit.values()))
+
+    @property
+    def coverage(self) -> float:
+        return self.units_inside / self.n_units if self.n_units else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"n_units": self.n_units, "units_inside": self.units_inside, "coverage": self.coverage,
+                            "points_inside": self.points_inside, "n_points": self.n_points,
+                            "per_unit": {str(k): v for k, v in self.per_unit.items()}})
+
+
+def coverage(actual, lower, upper, units: Sequence) -> Coverage:
+    """The share of each unit's points inside [lower, upper] (NaN bounds count as outside)."""
+    a = np.asarray(actual, float)
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    u = _labels(units, len(a))
+    inside = (a >= lo) & (a <= hi)
+    per = {k: float(inside[u == k].mean()) for k in _unique(u)}
+    return Coverage(per, int(inside.sum()), len(a))
