@@ -82,7 +82,7 @@ def predicted_vs_actual(table: pd.DataFrame, level: float):
         if "cal_lower" in t:
             ax.errorbar(t["actual"], t["ours"], yerr=[t["ours"] - t["cal_lower"], t["cal_upper"] - t["ours"]],
                         fmt="none", color="C1", elinewidth=2.5, alpha=0.8,
-                        label=f"{target}, {level:.0%} calibrated (ladder runs left out)" if k == 0 else None)
+                        label=f"both targets, {level:.0%} calibrated (ladder runs left out)" if k == 0 else None)
         ax.scatter(t["actual"], t["prob_chain"], marker=marker, facecolor="none", edgecolor="C3", s=30,
                    label=f"{target}, answer-probability chain")
         for r in t.itertuples():

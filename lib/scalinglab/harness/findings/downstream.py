@@ -47,10 +47,9 @@ def _intervals(s: _Summary, rep: _Summary) -> Finding:
     rows = rep("table")
     missed = [r for r in rows if not r["inside"]]
     tasks = list(dict.fromkeys(DISPLAY.get(r["task"], r["task"]) for r in missed))
-    lead = (f"At {pct(level, 0)}, with the target's checkpoint noise, parameter-only intervals (ladder runs resampled) "
-            f"hold {cov('inside')} of 16 actuals; intervals calibrated on ladder runs left out hold "
-            f"{cal('points_inside')} ({dec(cal('tasks_inside'), 1).rstrip('0').rstrip('.')} of {n_tasks} tasks: a "
-            f"task's two sizes share its misfit). ")
+    lead = (f"{pct(level, 0)} intervals with the target's checkpoint noise: parameter-only (ladder runs resampled) "
+            f"hold {cov('inside')} of 16 actuals, calibrated on ladder runs left out {cal('points_inside')} "
+            f"({dec(cal('tasks_inside'), 1).rstrip('0').rstrip('.')} of {n_tasks} tasks, each two sizes). ")
     if not missed:
         return Finding(lead + "None misses the parameter-only intervals.")
     beyond = [r["actual"] - r["upper"] if r["actual"] > r["upper"] else r["lower"] - r["actual"] for r in missed]
@@ -58,10 +57,10 @@ def _intervals(s: _Summary, rep: _Summary) -> Finding:
     # P(this many tasks or more outside) were the tasks independent checks, each outside with 1 − level
     k, q = len(tasks), 1 - level
     chance = sum(comb(n_tasks, j) * q ** j * (1 - q) ** (n_tasks - j) for j in range(k, n_tasks + 1))
-    verdict = ("so no evidence against the form there" if chance >= q else
+    verdict = ("no evidence against its form" if chance >= q else
                "more than chance gives: the intervals are too narrow for the targets")
     return Finding(
-        lead + f"{_names(tasks)} {'misses' if k == 1 else 'miss'} the first by "
+        lead + f"{_names(tasks)} {'misses' if k == 1 else 'miss'} the parameter-only ones by "
         f"{_span(beyond, lambda v: dec(v, 1))} points beyond intervals {_span(widths, lambda v: dec(v, 0))} wide: "
         f"{k} task{'s' if k > 1 else ''} of {n_tasks}, which chance gives {pct(chance, 0)} of the time, {verdict}.")
 
@@ -72,11 +71,11 @@ def _distance(s: _Summary, rep: _Summary, m) -> Finding:
     sds = [r["cal_sd"] for r in rows]
     errs = [abs(r["ours"] - r["actual"]) for r in rows]
     return Finding(
-        f"{m('n_loss_below_ladder')} of 16 predicted task losses lie below every ladder checkpoint's. A ladder run "
-        f"left out is predicted to within {_span(sds, lambda v: dec(v, 1))} points (sd); the targets, 100 times "
-        f"beyond the ladder's compute, miss by up to {dec(max(errs), 0)}: the error grows with the extrapolation. "
-        f"Mean errors: step 2 at the actual loss {dec(m('step2_alone_mae'), 1)}, answer probability as the "
-        f"intermediate {dec(m('mae', 'prob_chain'), 1)}, accuracy on N and D directly {dec(m('mae', 'one_step'), 1)}.")
+        f"{m('n_loss_below_ladder')} of 16 predicted task losses lie below every ladder checkpoint's. A left-out "
+        f"ladder run is predicted within {_span(sds, lambda v: dec(v, 1))} points (sd), the far-off targets miss by "
+        f"up to {dec(max(errs), 0)}: error grows with extrapolation. Mean errors: step 2 at the actual loss "
+        f"{dec(m('step2_alone_mae'), 1)}, answer probability as intermediate {dec(m('mae', 'prob_chain'), 1)}, "
+        f"accuracy on N and D directly {dec(m('mae', 'one_step'), 1)}.")
 
 
 def _translation(ll: _Summary) -> Finding:
@@ -86,7 +85,7 @@ def _translation(ll: _Summary) -> Finding:
     b = ll.sub("baseline_check")
     above = b("their_objective") / b("our_objective") - 1
     return Finding(
-        f"Brandfonbrener et al.'s loss-to-loss tables (κ, K, E₀, E₁) reproduce to their printed rounding in "
+        f"Brandfonbrener et al.'s loss-to-loss tables reproduce to their printed rounding in "
         f"{ll('n_match')} of {ll('n_rows')} rows, the translated laws' R² in {match('ours')} of {len(tr)}; the "
         f"baseline (a five-parameter fit to 6–8 models) in {match('baseline')}. Their printed {b('dataset')} baseline "
         f"scores their {dec(b('published_r2'), 3)} here but lies {pct(above, 0)} above our optimum of its objective "
