@@ -121,14 +121,14 @@ def calibrated_bounds(cal: UnitCalibration, point, noise_sd=0.0, level: float | 
     """(lower, upper) for chained accuracies ``point`` from the out-of-run calibration, the target's own
     checkpoint noise ``noise_sd`` (one per point, or one for all) added in quadrature to the predictive sd:
     pred + bias ± t_{K−1}·sqrt(sd² + noise²). NaN when the calibration has fewer than 2 runs."""
-    from scipy import stats
+    from scalinglab.fitting.wls import t_quantile
 
     point = np.atleast_1d(np.asarray(point, float))
     if not cal.ok:
         return np.full(point.shape, np.nan), np.full(point.shape, np.nan)
     lv = cal.level if level is None else level
     sd = np.sqrt(cal.scale ** 2 + np.broadcast_to(np.asarray(noise_sd, float), point.shape) ** 2)
-    h = stats.t.ppf(0.5 + lv / 2, cal.df) * sd
+    h = t_quantile(0.5 + lv / 2, cal.df) * sd
     return point + cal.mu - h, point + cal.mu + h
 
 

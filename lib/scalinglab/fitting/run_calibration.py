@@ -67,7 +67,9 @@ def calibrate_fit(fit, inputs: dict[str, np.ndarray], y, units, unit_name: str, 
     refitted without a bootstrap, the residuals in the law's residual space."""
     from scalinglab.fitting.laws import fit_law
 
-    law = warm_law(fit)
+    # A law with its own solver (Chinchilla's batched grid, numpy only) keeps it: the generic engine a warm start
+    # needs would bring scipy onto `fit`'s path. Other laws already use the generic engine, so start it warm.
+    law = fit.law if fit.law.fitter is not None else warm_law(fit)
     n_params = len(law.params) - len(fixed or {})
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
