@@ -134,3 +134,13 @@ def test_an_edited_calibration_in_a_saved_fit_is_refused(tmp_path, capsys):
     obj["calibration"]["sigma_unit"] = -1.0
     with pytest.raises(ValueError, match="sigma_unit"):
         saved.from_json({**obj, "content_sha256": saved.content_hash(obj)})
+
+
+def test_many_units_are_merged_into_bands_of_neighbours():
+    units = np.array([f"s{i}" for i in range(100)], dtype=object)
+    key = np.arange(100.0)[::-1]          # the last unit has the smallest key: it goes in the first band
+    banded, name = RC.coarsen(units, key, "model size", max_units=10)
+    assert name == "model size band" and len(set(banded)) == 10
+    assert banded[-1] == "band 1" and banded[0] == "band 10"
+    same, name = RC.coarsen(units[:5], key[:5], "run", max_units=10)
+    assert name == "run" and list(same) == list(units[:5])

@@ -89,7 +89,8 @@ class Predictions:
         if not c.get("ok"):
             return f"calibrated interval: none ({c.get('reason') or 'not calibrated'})"
         cov = self.calibrated_coverage()
-        units = "" if self.cal_units is None else f"; per {c['unit']}, {cov['units_inside']:g} of {cov['n_units']}"
+        units = ("" if self.cal_units is None else
+                 f"; each held-out unit counted once, {cov['units_inside']:g} of {cov['n_units']} inside")
         return (f"{int(self.inside_calibrated.sum())} of {len(self.rows)} inside their calibrated interval "
                 f"({_calibration_text(c)}: bias {c['bias']:+.3g}, sd {c['sigma_unit']:.3g} between {c['unit']}s, "
                 f"t on {c['df']} df){units}")

@@ -42,6 +42,25 @@ def unit_labels(table, rows, cols, by: str | None, scale_col: str | None = None)
     return np.array([f"row {r}" for r in rows], dtype=object), "run"
 
 
+# More units than this are merged into this many bands of neighbouring units (by scale): each refit costs a fit,
+# and neighbours share misfit, so a band is a unit too, a coarser and more cautious one.
+MAX_UNITS = 30
+
+
+def coarsen(units, key, name: str, max_units: int = MAX_UNITS) -> tuple[np.ndarray, str]:
+    """``units`` merged into at most ``max_units`` bands of units adjacent in ``key`` (one number per row: a
+    unit's key is its rows' mean); unchanged when there are no more than that."""
+    u = np.asarray(units, dtype=object)
+    labels = list(dict.fromkeys(u.tolist()))
+    if len(labels) <= max_units:
+        return u, name
+    key = np.asarray(key, float)
+    mean = {lab: float(np.mean(key[u == lab])) for lab in labels}
+    ranked = sorted(labels, key=lambda lab: mean[lab])
+    band = {lab: f"band {i * max_units // len(ranked) + 1}" for i, lab in enumerate(ranked)}
+    return np.array([band[x] for x in u.tolist()], dtype=object), f"{name} band"
+
+
 def scale_order(table, rows, holdout: Sequence[str]) -> tuple[np.ndarray | None, str | None]:
     """For a scale hold-out (its conditions all ``COL > v`` or ``COL >= v`` on one numeric column: the runs
     above a budget, a size, a token count), the per-row scale the forward scheme orders units by (that column's

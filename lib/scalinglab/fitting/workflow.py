@@ -162,6 +162,8 @@ def _calibrate(fit, runs, rows, inputs, y, request, *, scale: bool):
     opts = request.options
     order, col = RC.scale_order(runs.table, rows, runs.holdout) if scale else (None, None)
     units, name = RC.unit_labels(runs.table, rows, request.columns, opts.resampling.by, col)
+    key = order if order is not None else np.log(next(iter(inputs.values())))
+    units, name = RC.coarsen(units, key, name)
     cal = RC.calibrate_fit(fit, inputs, y, units, name, order=order, level=opts.resampling.level,
                            fixed=request.fixed or dict(opts.fixed) or None, options=opts)
     return cal, RC.calibration_note(cal, col)

@@ -6,8 +6,9 @@
 (github.com/allenai/OLMo-ladder, ``src/scripts/predict.py`` with ``-k v2_main --skip_perc 0.1 --moving_avg 5``)
 prints; the absolute errors in the paper's table are |pred − actual| of these. ``reproduce`` refits both steps
 with the law registry's engine, compares, decomposes each miss into step 1 (the loss predicted vs the loss
-the target reached) and step 2 (the accuracy the sigmoid gives at the target's actual loss), adds intervals
-over ladder runs, and scores two alternatives: the one-step (N, D) → accuracy fit and the correct answer's
+the target reached) and step 2 (the accuracy the sigmoid gives at the target's actual loss), adds two intervals
+(calibrated on ladder runs left out, and parameter-only over ladder runs resampled; coverage counted per task,
+since a task's two sizes share its misfit), and scores two alternatives: the one-step (N, D) → accuracy fit and the correct answer's
 probability (its negative log) as the intermediate.
 """
 
@@ -122,7 +123,8 @@ def points(smooth: int = 5, skip: float = 0.1):
 
 
 def reproduce(*, tasks=None, n_boot: int = 200, seed: int = 0, level: float = 0.95, smooth: int = 5) -> Reproduction:
-    """The 16 chained predictions, ours beside theirs, with intervals over ladder runs and the alternatives."""
+    """The 16 chained predictions, ours beside theirs, with both intervals (``cal_lower``/``cal_upper``: calibrated
+    on ladder runs left out; ``lower``/``upper``: parameter-only) and the alternatives."""
     _, s1, s2, ta = points(smooth)
     # The actual is a trailing mean of up to ``smooth`` final evaluations (one for the 7B's annealed checkpoint,
     # five for the 13B): its noise is the checkpoint SD over √(evaluations averaged).

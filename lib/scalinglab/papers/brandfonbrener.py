@@ -5,7 +5,8 @@ so it is read from the data mirror and never copied) reproduced with ``scalingla
 the train-to-train and train-to-test tables from FineWeb-Edu (E0, E1 from their released Kaplan-style fits, as
 their notebooks take them), the translation experiment (a law fitted on one set, carried to another through a
 train-to-train fit on the ~20-tokens-per-parameter models, scored by R² on the target's whole sweep, against
-that target's own fit to the same few models), and the 1e21-FLOP models predicted with intervals. The
+that target's own fit to the same few models, checked against the one baseline law their notebook prints), and
+the 1e21-FLOP models predicted with intervals, E0 and E1 fixed as theirs and refitted on each resample. The
 published numbers are the LaTeX rows their notebooks print (``loss_relationships.ipynb`` cells 32 and 34,
 ``translation_experiment.ipynb`` cell 24), rounded as printed.
 """
