@@ -107,3 +107,24 @@ def test_the_chain_on_the_committed_ladder(scores):
     assert (t["acc_noise_sd"] == scores.set_index("model").loc[t.index, "accuracy_se"]).all()
     d = check.to_dict()
     assert d["n_ladder"] == 16 and len(d["targets"]) == 2 and "ladder run" in d["unit"]
+
+
+def test_the_chain_s_calibrated_interval_and_the_straight_line_rival(scores):
+    check = OL.check_chain(scores, n_boot=10, seed=0)
+    t = check.table.set_index("model")
+    cal = check.calibration
+    assert cal["unit"] == "ladder run" and cal["n_units"] == 16 and cal["ok"]
+    # the calibrated interval holds the point shifted by the left-out runs' mean miss, and adds the items' noise
+    mid = (t["acc_cal_lower"] + t["acc_cal_upper"]) / 2
+    assert np.allclose(mid, t["acc_pred"] + cal["bias"])
+    assert ((t["acc_cal_upper"] - t["acc_cal_lower"]) / 2 > cal["half_width"]).all()
+    line = OL.line_baseline(scores)
+    lt = line.table.set_index("model")
+    assert line.n_points == 4 and line.tokens_per_param == 20
+    # Could be false: the line through the four 20-tokens-per-parameter runs lands within 0.5 points of both
+    # targets (70.9 and 72.9 against 70.8 and 72.7), and its 2-df intervals are wider than the accuracy span of
+    # all 16 ladder runs (60.9 to 69.4).
+    assert (lt["miss"].abs() < 0.005).all()
+    lo, hi = line.ladder_span
+    assert ((lt["upper"] - lt["lower"]) > hi - lo).all()
+    assert "t on n − 2 df" in line.to_dict()["unit"]

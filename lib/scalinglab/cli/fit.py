@@ -128,7 +128,7 @@ def _request(args, law):
     options = replace(options, resampling=Resampling(args.bootstrap, args.bootstrap_by, args.seed, args.level))
     fixed = dict(options.fixed) if chinchilla else parse_fix(args.fix, law)
     return FitRequest(law, None, options, fixed, args.drop_highest, tuple(args.compute or ()),
-                      progress=args.bootstrap > 0 and sys.stderr.isatty())
+                      progress=args.bootstrap > 0 and sys.stderr.isatty(), calibrate=bool(args.save))
 
 
 def _run(args) -> int:

@@ -163,15 +163,31 @@ def checkpoint_noise(name: str, tasks=None, *, last: int = 10) -> dict[str, floa
     return {t: float(np.std(np.diff(df[f"{t}_acc"].to_numpy()), ddof=1) / np.sqrt(2)) for t in (tasks or TASKS)}
 
 
+def actual_noise(tasks=None, *, smooth: int = 5) -> dict[str, dict[str, float]]:
+    """Per target and task, the SD of its actual accuracy: the checkpoint SD (``checkpoint_noise``) over
+    √(evaluations the actual averages: one for the 7B's annealed checkpoint, ``smooth`` for the 13B)."""
+    out = {}
+    for k in TARGETS:
+        noise = checkpoint_noise(k, tasks)
+        averaged = min(smooth, len(target_rows(k, smooth=smooth)))
+        out[k] = {t: v / np.sqrt(averaged) for t, v in noise.items()}
+    return out
+
+
 def write_tables(folder) -> tuple[str, str]:
-    """The ladder's evaluations and the two targets as the CSVs `scalinglab chain` reads (from the data mirror)."""
+    """The ladder's evaluations and the two targets as the CSVs `scalinglab chain` reads (from the data mirror);
+    the targets carry ``<task>_acc_sd``, their actual's noise (``actual_noise``), which the chain's intervals add."""
     from pathlib import Path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     runs, targets = folder / "olmo_ladder_evals.csv", folder / "olmo_targets.csv"
     evaluations().drop(columns=["size", "flops_per_token", "c"]).to_csv(runs, index=False)
-    target_actuals().drop(columns=["c"]).to_csv(targets, index=False)
+    ta = target_actuals().drop(columns=["c"])
+    noise = actual_noise()
+    for t in TASKS:
+        ta[f"{t}_acc_sd"] = [noise[k][t] for k in ta["run"]]
+    ta.to_csv(targets, index=False)
     return str(runs), str(targets)
 
 

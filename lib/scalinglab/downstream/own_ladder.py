@@ -5,8 +5,10 @@ The ladder is every model of a shape trained at several lengths in the scores ta
 16 runs, as Bhagia et al.'s 16); the targets are the larger shapes trained once (32x1 and 48x2, 20 tokens per
 parameter). Step 1 is the registry's ``chinchilla`` law on (N, D) → task loss, N the standard count (with the
 head: the sweep sets each run's tokens per standard-count parameter and its compute C = 6ND with that count) and D
-the tokens; step 2 the ``SIGMOID`` on the ladder's (task loss, accuracy) points plus (0, 1). Intervals resample
-whole ladder runs (``downstream.intervals``) and add the target's own sampling noise over the items.
+the tokens; step 2 the ``SIGMOID`` on the ladder's (task loss, accuracy) points plus (0, 1). The accuracy's
+intervals (``downstream.intervals``) are calibrated on ladder runs left out in turn, with the parameter-only
+bootstrap over runs beside them; both add the target's own sampling noise over the items. ``line_baseline`` is
+the simplest rival: a straight line of the ladder's accuracies at the targets' tokens per parameter on log N.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.downstream.chain import ChainFit, fit_chain
-from scalinglab.downstream.intervals import _warm, bootstrap_by_run, chain_interval
+from scalinglab.downstream.intervals import CALIBRATED_UNIT, _warm, bootstrap_by_run, chain_calibration, chain_interval
 from scalinglab.errors import UserError
 from scalinglab.fitting.laws import fit_law
 from scalinglab.serialization import to_jsonable
@@ -48,24 +50,29 @@ class OwnLadderCheck:
     n_failed: int
     level: float
     ladder: dict[str, Any]     # what the ladder spans: N (standard count), tokens per parameter, compute, items
-    unit: str = "ladder run (refits), plus the target's own sampling noise over items"
+    unit: str = "parameter-only: ladder runs resampled (refits), plus the target's own sampling noise over items"
+    calibration: dict[str, Any] | None = None   # the accuracy's out-of-run calibration (UnitCalibration.to_dict())
+    cal_unit: str = CALIBRATED_UNIT.replace("checkpoint noise", "sampling noise over items")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"targets": self.table.to_dict(orient="records"), "n_ladder": self.n_ladder, **self.ladder,
                             "n_boot": self.n_boot, "n_failed": self.n_failed, "level": self.level, "unit": self.unit,
+                            "cal_unit": self.cal_unit, "calibration": self.calibration,
                             "step1": self.fit.step1.params, "step2": self.fit.step2.params,
                             "step1_status": self.fit.step1.status, "step2_status": self.fit.step2.status,
                             "loss_range": list(self.fit.loss_range)})
 
     def summary(self) -> str:
-        lines = [f"chain fitted on {self.n_ladder} ladder runs; {self.level:.0%} intervals over ladder runs "
-                 f"({self.n_boot - self.n_failed} of {self.n_boot} refits) plus the target's noise over items"]
+        lines = [f"chain fitted on {self.n_ladder} ladder runs; {self.level:.0%} intervals, calibrated on ladder runs "
+                 f"left out and parameter-only over ladder runs ({self.n_boot - self.n_failed} of {self.n_boot} "
+                 "refits), each plus the target's noise over items"]
         for r in self.table.itertuples():
             lines.append(
                 f"  {r.model}: task loss {r.loss_pred:.4f} [{r.loss_lower:.4f}, {r.loss_upper:.4f}] vs "
                 f"{r.loss_actual:.4f} ({'inside' if r.loss_inside else 'outside'}); accuracy "
-                f"{100 * r.acc_pred:.1f} [{100 * r.acc_lower:.1f}, {100 * r.acc_upper:.1f}] vs "
-                f"{100 * r.acc_actual:.1f} ({'inside' if r.acc_inside else 'outside'})")
+                f"{100 * r.acc_pred:.1f}, calibrated [{100 * r.acc_cal_lower:.1f}, {100 * r.acc_cal_upper:.1f}] "
+                f"({'inside' if r.acc_cal_inside else 'outside'}), parameter-only [{100 * r.acc_lower:.1f}, "
+                f"{100 * r.acc_upper:.1f}] ({'inside' if r.acc_inside else 'outside'}) vs {100 * r.acc_actual:.1f}")
         return "\n".join(lines)
 
 
@@ -80,8 +87,9 @@ def check_chain(scores: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: f
     not narrower."""
     ladder, targets = chain_tables(scores)
     fit = fit_chain(ladder, ladder, "loss", "acc", task="probe cloze")
+    cal = chain_calibration(fit, ladder, ladder, "loss", "acc", level=level)
     acc_iv = chain_interval(fit, ladder, ladder, "loss", "acc", targets, noise_sd=targets["accuracy_se"].to_numpy(),
-                            n_boot=n_boot, seed=seed, level=level, actual="acc")
+                            n_boot=n_boot, seed=seed, level=level, actual="acc", calibration=cal)
     law1 = _warm(fit.step1.law, fit.step1)   # the same warm-started refit chain_interval's step 1 uses
     n, d = targets["n"].to_numpy(float), targets["d"].to_numpy(float)
 
@@ -105,13 +113,74 @@ def check_chain(scores: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: f
             loss_inside=bool(lo[i] <= t.loss <= hi[i]), loss_noise_sd=float(t.task_loss_se),
             loss_below_ladder=float(fit.loss_outside(loss_pred[i])), acc_pred=iv.point, acc_lower=iv.lower,
             acc_upper=iv.upper, acc_actual=float(t.acc), acc_miss=float(iv.point - t.acc), acc_inside=bool(iv.inside),
+            acc_cal_lower=iv.cal_lower, acc_cal_upper=iv.cal_upper, acc_cal_inside=bool(iv.cal_inside),
             acc_noise_sd=iv.noise_sd, acc_at_actual_loss=float(fit.accuracy_at(t.loss)[0]),
             compute_ratio=float(t.compute / ladder["compute"].max())))
     failed = max(acc_iv[0].n_failed, n_boot - len(reps))
     span = dict(n_min=float(ladder["n"].min()), n_max=float(ladder["n"].max()),
                 tokens_per_param=sorted(set(np.round(ladder["tokens_per_param"], 1).tolist())),
                 compute_max=float(ladder["compute"].max()), items=int(scores["items"].min()))
-    return OwnLadderCheck(fit, pd.DataFrame(rows), len(ladder), n_boot, failed, level, span)
+    return OwnLadderCheck(fit, pd.DataFrame(rows), len(ladder), n_boot, failed, level, span,
+                          calibration=cal.to_dict())
+
+
+@dataclass(frozen=True)
+class LineBaseline:
+    """Accuracy as a straight line in log N through the ladder's runs at the targets' tokens per parameter:
+    its predictions for the targets with the line's t prediction interval for a new run (``table``: model,
+    pred, lower, upper, actual, miss, inside; fractions), and what it was fitted on."""
+
+    table: pd.DataFrame
+    tokens_per_param: float
+    n_points: int
+    slope: float
+    level: float
+    ladder_span: tuple[float, float]     # the lowest and highest accuracy of the whole ladder
+    unit: str = "the line's residual scatter (t on n − 2 df): each run one point"
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable({"targets": self.table.to_dict(orient="records"), "tokens_per_param":
+                            self.tokens_per_param, "n_points": self.n_points, "slope_per_decade": self.slope,
+                            "level": self.level, "ladder_span": list(self.ladder_span), "unit": self.unit})
+
+    def summary(self) -> str:
+        lines = [f"straight line of accuracy on log10 N through the {self.n_points} ladder runs at "
+                 f"{self.tokens_per_param:g} tokens per parameter ({100 * self.slope:+.1f} points per decade); "
+                 f"{self.level:.0%} prediction intervals for a new run"]
+        for r in self.table.itertuples():
+            lines.append(f"  {r.model}: {100 * r.pred:.1f} [{100 * r.lower:.1f}, {100 * r.upper:.1f}] vs "
+                         f"{100 * r.actual:.1f} ({'inside' if r.inside else 'outside'})")
+        return "\n".join(lines)
+
+
+def line_baseline(scores: pd.DataFrame, level: float = 0.95) -> LineBaseline:
+    """The rival a chain must beat: the ladder's accuracies at the targets' tokens per parameter (the runs of
+    that length), a least-squares line on log10 N, read at each target's N, with the t prediction interval for
+    a new point, se·sqrt(1 + 1/n + (x − x̄)²/Sxx) on n − 2 df (the residual scatter holds the items' noise)."""
+    from scalinglab.fitting.wls import t_quantile, wls_line
+
+    ladder, targets = chain_tables(scores)
+    tpp = float(np.round(targets["tokens_per_param"], 1).max())
+    rows = ladder[np.round(ladder["tokens_per_param"], 1) == tpp]
+    if len(rows) < 3:
+        raise UserError(f"the line baseline needs at least 3 ladder runs at {tpp:g} tokens per parameter; "
+                        f"the table has {len(rows)}")
+    x, y = np.log10(rows["n"].to_numpy(float)), rows["acc"].to_numpy(float)
+    line = wls_line(x, y, level=level)
+    resid = y - line.intercept - line.slope * x
+    df = len(x) - 2
+    s = float(np.sqrt(resid @ resid / df))
+    sxx = float(((x - x.mean()) ** 2).sum())
+    q = t_quantile(0.5 + level / 2, df)
+    out = []
+    for t in targets.itertuples():
+        x0 = np.log10(t.n)
+        pred = line.intercept + line.slope * x0
+        h = q * s * np.sqrt(1 + 1 / len(x) + (x0 - x.mean()) ** 2 / sxx)
+        out.append(dict(model=t.model, pred=float(pred), lower=float(pred - h), upper=float(pred + h),
+                        actual=float(t.acc), miss=float(pred - t.acc), inside=bool(pred - h <= t.acc <= pred + h)))
+    return LineBaseline(pd.DataFrame(out), tpp, len(x), float(line.slope), level,
+                        (float(ladder["acc"].min()), float(ladder["acc"].max())))
 
 
 def plot_check(scores: pd.DataFrame, check: OwnLadderCheck, level: float | None = None):

@@ -65,7 +65,8 @@ def accuracy_vs_loss(fits, step2: pd.DataFrame, targets: pd.DataFrame, names: di
 
 
 def predicted_vs_actual(table: pd.DataFrame, level: float):
-    """Each task × target: the chained prediction with its interval against the actual accuracy, beside the
+    """Each task × target: the chained prediction with its two intervals (thin: parameter-only, runs resampled;
+    thick: calibrated on ladder runs left out, where the table has it) against the actual accuracy, beside the
     answer-probability chain's prediction."""
     import matplotlib.pyplot as plt
 
@@ -77,7 +78,11 @@ def predicted_vs_actual(table: pd.DataFrame, level: float):
         t = table[table["target"] == target]
         ax.errorbar(t["actual"], t["ours"], yerr=[t["ours"] - t["lower"], t["upper"] - t["ours"]], fmt=marker,
                     ms=5, color="C0", elinewidth=0.8, capsize=2,
-                    label=f"{target}, bits-per-byte chain, {level:.0%} interval")
+                    label=f"{target}, bits-per-byte chain, {level:.0%} parameter-only")
+        if "cal_lower" in t:
+            ax.errorbar(t["actual"], t["ours"], yerr=[t["ours"] - t["cal_lower"], t["cal_upper"] - t["ours"]],
+                        fmt="none", color="C1", elinewidth=2.5, alpha=0.8,
+                        label=f"both targets, {level:.0%} calibrated (ladder runs left out)" if k == 0 else None)
         ax.scatter(t["actual"], t["prob_chain"], marker=marker, facecolor="none", edgecolor="C3", s=30,
                    label=f"{target}, answer-probability chain")
         for r in t.itertuples():

@@ -5,20 +5,25 @@ The chain's input is one row per evaluation of a ladder run: a run label, N, D (
 loss column and an accuracy column (fractions). Step 1 takes each run's mean of its last ``last`` evaluations
 at its final D; step 2 every evaluation after the first ``skip`` share, smoothed by a ``smooth``-point trailing
 mean (Bhagia et al.'s procedure; ``last = 1, skip = 0, smooth = 1`` uses the rows as given).
+
+Each prediction gets the interval notebook 07 gives (``downstream.intervals``): calibrated on ladder runs left
+out in turn (always), and with ``n_boot`` the parameter-only bootstrap over runs beside it; both add the
+target's checkpoint noise: its ``<task>_acc_sd`` column where the targets give one (the SD of the actual
+accuracy), else the ladder's own (``ladder_noise``).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from scalinglab.downstream.chain import ChainFit, check_accuracy, fit_chain, warn_if_outside
-from scalinglab.downstream.intervals import ChainInterval, chain_interval
+from scalinglab.downstream.intervals import ChainInterval, chain_calibration, chain_interval
 from scalinglab.downstream.ladder import trailing_mean
 from scalinglab.errors import UserError, printable, row_name, shown
 from scalinglab.serialization import to_jsonable
@@ -38,6 +43,7 @@ class ChainOptions:
     n_boot: int = 0
     seed: int = 0
     level: float = 0.95
+    noise_suffix: str = "_acc_sd"
 
 
 @dataclass(frozen=True)
@@ -49,24 +55,38 @@ class ChainReport:
     intervals: dict[str, list[ChainInterval]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     options: ChainOptions = ChainOptions()
+    calibrations: dict[str, Any] = field(default_factory=dict)   # task -> UnitCalibration
+    noise_source: dict[str, str] = field(default_factory=dict)   # task -> where the target noise came from
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"fits": {t: f.to_dict() for t, f in self.fits.items()},
                             "predictions": self.targets.to_dict("records"),
                             "intervals": {t: [i.to_dict() for i in ivs] for t, ivs in self.intervals.items()},
+                            "calibration": {t: c.to_dict() for t, c in self.calibrations.items()},
+                            "noise_source": self.noise_source,
                             "warnings": list(self.warnings), "options": self.options.__dict__})
 
     def summary(self) -> str:
         lines = []
         for task, fit in self.fits.items():
             lines.append(fit.summary())
+            if task in self.calibrations:
+                cal = self.calibrations[task]
+                lines.append(f"  intervals add the target's checkpoint noise ({self.noise_source.get(task, '')}); "
+                             + (f"calibrated on {cal.n_units} ladder runs left out in turn: their final accuracy "
+                                f"missed by {100 * cal.mu:+.2f} points on average, sd {100 * cal.scale:.2f} (the "
+                                "chain's error among the ladder's runs; far beyond them it can be larger)"
+                                if cal.ok else cal.reason))
             for i, row in self.targets.iterrows():
                 pred = row[f"{task}_pred"]
                 txt = (f"  {printable(row['target'], 60)}: N = {row['n']:.3g}, D = {row['d']:.3g}: "
                        f"accuracy {100 * pred:.2f}")
                 if task in self.intervals:
                     iv = self.intervals[task][i]
-                    txt += f" [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] ({iv.level:.0%}, ladder runs resampled)"
+                    txt += (f" [{100 * iv.cal_lower:.2f}, {100 * iv.cal_upper:.2f}] ({iv.level:.0%} calibrated, "
+                            "ladder runs left out)")
+                    if iv.n_boot:
+                        txt += f", parameter-only [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] (runs resampled)"
                 act = f"{task}{self.options.acc_suffix}"
                 if act in row and pd.notna(row[act]):
                     txt += f"; actual {100 * row[act]:.2f}"
@@ -151,6 +171,18 @@ def points(evals: pd.DataFrame, tasks, o: ChainOptions, label: str) -> tuple[pd.
     return pd.DataFrame(s1), pd.concat(s2, ignore_index=True)
 
 
+def ladder_noise(evals: pd.DataFrame, acc: str, o: ChainOptions, *, last: int = 10) -> float:
+    """A checkpoint's accuracy noise at the end of the ladder's runs, for targets that do not give their own:
+    per run, the SD of successive differences of its last ``last`` evaluations over √2 (a slow trend cancels),
+    the median over runs (as ``ladder.checkpoint_noise`` does for a target)."""
+    sds = []
+    for _, g in evals.groupby(o.run_col, sort=False):
+        a = g.sort_values("d")[acc].to_numpy(float)[-last:]
+        if len(a) >= 3:
+            sds.append(float(np.std(np.diff(a), ddof=1) / np.sqrt(2)))
+    return float(np.median(sds)) if sds else 0.0
+
+
 def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: ChainOptions = ChainOptions(), *,
                  label: str = "runs", target_label: str = "targets", score: bool = False) -> ChainReport:
     """Fit a chain per task on ``evals`` and predict each row of ``targets`` (columns n, d). ``score``: the
@@ -176,10 +208,11 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
     s1, s2 = points(evals, tasks, o, label)
     out = targets.copy().reset_index(drop=True)
     out["target"] = out[o.run_col].astype(str) if o.run_col in out else [f"row {i + 1}" for i in range(len(out))]
-    fits, ivs, warned = {}, {}, []
+    fits, ivs, cals, sources, warned = {}, {}, {}, {}, []
     for t in tasks:
-        fit = fit_chain(s1, s2, f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}", task=t, step1_law=o.step1_law,
-                        step2_law_name=o.step2_law, anchor=o.anchor, where=label)
+        loss, acc = f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}"
+        fit = fit_chain(s1, s2, loss, acc, task=t, step1_law=o.step1_law, step2_law_name=o.step2_law,
+                        anchor=o.anchor, where=label)
         fits[t] = fit
         out[f"{t}_pred"] = fit.predict(out["n"], out["d"])
         out[f"{t}_pred_loss"] = fit.predict_loss(out["n"], out["d"])
@@ -188,11 +221,22 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
             warned += warn_if_outside(fit, out["n"], out["d"], labels=[printable(x, 40) for x in out["target"]])
         if t == tasks[0]:
             warned += _below_ladder(s1, out)
-        if o.n_boot:
-            ivs[t] = chain_interval(fit, s1, s2, f"{t}{o.loss_suffix}", f"{t}{o.acc_suffix}", out, n_boot=o.n_boot,
-                                    seed=o.seed, level=o.level,
-                                    actual=f"{t}{o.acc_suffix}" if f"{t}{o.acc_suffix}" in out else None)
-    return ChainReport(fits, out, ivs, tuple(warned), o)
+        sd_col = f"{t}{o.noise_suffix}"
+        if sd_col in out:
+            sd = out[sd_col].to_numpy(float)
+            bad = ~np.isfinite(sd) | (sd < 0) | (sd > 1)
+            if bad.any():
+                raise UserError(f"{target_label}, column {sd_col!r}: the actual's accuracy SD must lie in [0, 1]; "
+                                f"row {int(np.flatnonzero(bad)[0]) + 1} has {sd[bad][0]:g}")
+            sources[t] = f"the targets' {sd_col}"
+        else:
+            sd = ladder_noise(evals.rename(columns={o.run_col: "run"}) if o.run_col != "run" else evals, acc,
+                              replace(o, run_col="run"))
+            sources[t] = f"no {sd_col} column: the ladder runs' median, {100 * sd:.2f} points"
+        cals[t] = chain_calibration(fit, s1, s2, loss, acc, level=o.level)
+        ivs[t] = chain_interval(fit, s1, s2, loss, acc, out, noise_sd=sd, n_boot=o.n_boot, seed=o.seed,
+                                level=o.level, actual=acc if acc in out else None, calibration=cals[t])
+    return ChainReport(fits, out, ivs, tuple(warned), o, cals, sources)
 
 
 def _below_ladder(s1: pd.DataFrame, out: pd.DataFrame) -> list[str]:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.wls import t_quantile
 from scalinglab.serialization import to_jsonable
 
 SCHEMES = ("leave-one-out", "forward")
@@ -222,7 +222,7 @@ class UnitCalibration:
         """Half the interval's width in the residual space (log loss for a log law)."""
         if not self.ok:
             return float("nan")
-        return float(stats.t.ppf(0.5 + self.level / 2, self.df) * self.scale)
+        return float(t_quantile(0.5 + self.level / 2, self.df) * self.scale)
 
     def interval(self, pred, level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) for predictions ``pred``, in the target's own units; NaN when not calibrated."""
@@ -233,7 +233,7 @@ class UnitCalibration:
         lv = self.level if level is None else level
         if not 0 < lv < 1:
             raise UserError(f"calibration level {lv!r} must lie strictly between 0 and 1")
-        h = float(stats.t.ppf(0.5 + lv / 2, self.df) * self.scale)
+        h = float(t_quantile(0.5 + lv / 2, self.df) * self.scale)
         z = _to_space(pred, self.space) + self.mu
         return _from_space(z - h, self.space), _from_space(z + h, self.space)
 

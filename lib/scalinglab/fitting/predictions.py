@@ -6,7 +6,8 @@ percentiles of those predictions are the mean law's interval (parameter uncertai
 run-to-run noise of the fitted runs' residuals in the law's residual space (``residual_sd``), each run also gets
 a new-run interval: a held-out run is a new run, so this is the interval it should fall in at about the stated
 rate if the law's form holds, and the one ``summary`` marks "outside". ``forecast.with_domain`` adds each run's
-distance from the fitted runs (``fitting.domain``) for laws of N and D.
+distance from the fitted runs (``fitting.domain``) for laws of N and D. ``with_calibration`` adds the interval
+calibrated on units the fit never saw (``fitting.run_calibration``): ``cal_lower``/``cal_upper``, with its unit.
 """
 
 from __future__ import annotations
@@ -60,6 +61,50 @@ class Predictions:
     new_upper: np.ndarray | None = None
     sigma: float | None = None       # run noise in the law's residual space (the fitted rows' residual sd)
     space: str = "log"               # that space: log (a loss), logit or linear (a metric)
+    cal_lower: np.ndarray | None = None      # the calibrated interval (fitting.run_calibration); None without one
+    cal_upper: np.ndarray | None = None
+    calibration: dict[str, Any] | None = None   # UnitCalibration.to_dict() (+ order_column) of that interval
+    cal_units: np.ndarray | None = None      # each predicted run's unit label, for coverage by unit
+
+    def with_calibration(self, cal, units=None, note: dict[str, Any] | None = None) -> Predictions:
+        """These predictions with ``cal``'s interval (a ``fitting.calibration.UnitCalibration``) and, if given,
+        each run's unit label (``units``: coverage counts units, not runs)."""
+        lo, hi = cal.interval(self.predicted)
+        return replace(self, cal_lower=lo, cal_upper=hi, calibration=note or cal.to_dict(),
+                       cal_units=None if units is None else np.asarray(units, dtype=object))
+
+    @property
+    def has_calibrated_interval(self) -> bool:
+        return self.cal_lower is not None
+
+    @property
+    def inside_calibrated(self) -> np.ndarray:
+        """Whether each actual value lies in its calibrated interval (False without one, or where NaN)."""
+        if not self.has_calibrated_interval:
+            return np.zeros(len(self.rows), bool)
+        return _within(self.actual, self.cal_lower, self.cal_upper)
+
+    def _calibration_line(self) -> str:
+        c = self.calibration or {}
+        if not c.get("ok"):
+            return f"calibrated interval: none ({c.get('reason') or 'not calibrated'})"
+        cov = self.calibrated_coverage()
+        units = ("" if self.cal_units is None else
+                 f"; each held-out unit counted once, {cov['units_inside']:g} of {cov['n_units']} inside")
+        return (f"{int(self.inside_calibrated.sum())} of {len(self.rows)} inside their calibrated interval "
+                f"({_calibration_text(c)}: bias {c['bias']:+.3g}, sd {c['sigma_unit']:.3g} between {c['unit']}s, "
+                f"t on {c['df']} df){units}")
+
+    def calibrated_coverage(self) -> dict[str, Any] | None:
+        """The calibrated interval's coverage of these runs, each unit counting once (``calibration.coverage``)."""
+        if not self.has_calibrated_interval:
+            return None
+        from scalinglab.fitting.calibration import coverage
+
+        units = self.cal_units if self.cal_units is not None else [f"row {r}" for r in self.rows]
+        inside = self.inside_calibrated
+        return coverage(inside.astype(float), np.full(len(inside), 0.5), np.full(len(inside), 1.5),
+                        list(units)).to_dict()
 
     @property
     def N(self) -> np.ndarray | None:
@@ -87,6 +132,10 @@ class Predictions:
         cut = {k: getattr(self, k)[keep] for k in ("rows", "actual", "predicted", "lower", "upper")}
         if self.has_new_run_interval:
             cut.update(new_lower=self.new_lower[keep], new_upper=self.new_upper[keep])
+        if self.has_calibrated_interval:
+            cut.update(cal_lower=self.cal_lower[keep], cal_upper=self.cal_upper[keep])
+        if self.cal_units is not None:
+            cut.update(cal_units=self.cal_units[keep])
         ext = self.extrapolation and tuple(e for e, k in zip(self.extrapolation, keep) if k)
         return replace(self, **cut, inputs={k: v[keep] for k, v in self.inputs.items()},
                        draws=None if self.draws is None else self.draws[:, keep], extrapolation=ext)
@@ -156,6 +205,10 @@ class Predictions:
             out["level"] = self.level
             out["n_inside_new_run_interval"] = int(self.inside_new_run.sum())
             out["sigma"] = self.sigma
+        if self.has_calibrated_interval:
+            out["n_inside_calibrated_interval"] = int(self.inside_calibrated.sum())
+            out["calibration"] = self.calibration
+            out["calibrated_coverage"] = self.calibrated_coverage()
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,6 +221,10 @@ class Predictions:
                 row["interval"] = [float(self.lower[i]), float(self.upper[i])]
             if self.has_new_run_interval:
                 row["new_run_interval"] = [float(self.new_lower[i]), float(self.new_upper[i])]
+            if self.has_calibrated_interval:
+                row["calibrated_interval"] = [float(self.cal_lower[i]), float(self.cal_upper[i])]
+                if self.cal_units is not None:
+                    row["unit"] = str(self.cal_units[i])
             if self.extrapolation is not None:
                 row["extrapolation"] = self.extrapolation[i]
             rows.append(row)
@@ -176,13 +233,14 @@ class Predictions:
     def summary(self, what: str = "predicted", n_fit: int | None = None) -> str:
         """The table `scalinglab fit --holdout/--predict` prints: one line per run, then the errors.
         ``what`` says where the runs come from ("held out (...)"); ``n_fit``: the runs the law was fitted on."""
-        interval, new = self.has_interval, self.has_new_run_interval
+        interval, new, cal = self.has_interval, self.has_new_run_interval, self.has_calibrated_interval
         pct = f"{round(self.level * 100):d}%"
         ext, fitted = self.extrapolation, "" if n_fit is None else f"; the law was fitted on {n_fit}"
         lines = [f"{len(self.rows)} runs {what}{fitted}",
                  (f"{'row':>5}" + "".join(f"{INPUT_LABELS[k]:>12}" for k in self.inputs)
                   + f"{'actual':>10}{'predicted':>11}{'rel err':>10}"
                   + (f"{'beyond':>11}" if ext is not None else "")
+                  + (f"   {pct + ' calibrated':<19}" if cal else "")
                   + (f"   {pct + ' new run':<19}" if new else "")
                   + (f"   {pct} mean law" if interval else "")).rstrip()]
         for i in range(len(self.rows)):
@@ -190,6 +248,9 @@ class Predictions:
                    + f"{self.actual[i]:>10.4f}{self.predicted[i]:>11.4f}{self.rel_error[i]:>+10.2%}")
             if ext is not None:
                 row += f"{short(ext[i]):>11}"
+            if cal:
+                row += (f"   [{self.cal_lower[i]:.4f}, {self.cal_upper[i]:.4f}]" if np.isfinite(self.cal_lower[i])
+                        else f"   {'-':<18}")
             if new:
                 row += f"   [{self.new_lower[i]:.4f}, {self.new_upper[i]:.4f}]"
             if interval:
@@ -209,9 +270,17 @@ class Predictions:
         if interval:
             inside.append(f"{s['n_inside_interval']} of {s['n']} inside the mean law's (parameters only)")
         lines += ["", tail] + (["; ".join(inside)] if inside else [])
+        if cal:
+            lines.append(self._calibration_line())
         lines += ["rel err = (predicted - actual)/actual; row = the run's row in the table, from 0"]
         lines += [legend(ext)] if ext is not None else []
         return "\n".join(lines)
+
+
+def _calibration_text(c: Mapping[str, Any]) -> str:
+    how = (f"each predicted from the {c['unit']}s below it by {c.get('order_column') or 'scale'}"
+           if c["scheme"] == "forward" else "each left out in turn")
+    return f"calibrated on {c['n_units']} {c['unit']}s of the fitted runs, {how}"
 
 
 def residual_sd(fit: LawFit, inputs: Mapping[str, Any], y) -> float:

@@ -60,6 +60,7 @@ class SavedFit:
     columns: dict[str, str | None]  # n_col, d_col, c_col, loss_col as given to the fit
     source: str = ""
     n_dropped: int = 0
+    calibration: dict[str, Any] | None = None   # fitting.run_calibration.calibration_note of the fit, if made
 
     @cached_property
     def domain(self) -> Domain:
@@ -97,7 +98,8 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
                 "constant": list(bs.constant), "unit": bs.unit, "n_units": bs.n_units}
     from scalinglab.version import __version__
 
-    return {"format": FORMAT, "version": VERSION, "written_by": f"scalinglab {__version__}",
+    cal = {} if saved.calibration is None else {"calibration": saved.calibration}
+    return {"format": FORMAT, "version": VERSION, "written_by": f"scalinglab {__version__}", **cal,
             "law": res.params,
             "fit": {"objective": res.objective, "status": res.status, "at_bound": list(res.at_bound),
                     "unidentified": list(res.unidentified), "n_rows": res.n_rows, "n_starts": res.n_starts,
@@ -419,5 +421,7 @@ def from_json(obj: Any) -> SavedFit:
     if data_hash(N, D, L) != d["sha256"]:
         raise UserError("its runs do not match their sha256 (the file was altered or damaged)")
     _check_consistent(result, N, D, L)
+    from scalinglab.fitting.run_calibration import check_saved
+
     return SavedFit(result=result, N=N, D=D, L=L, columns=dict(cols), source=str(d["source"]),
-                    n_dropped=_int(d["n_dropped"], "n_dropped"))
+                    n_dropped=_int(d["n_dropped"], "n_dropped"), calibration=check_saved(obj.get("calibration")))

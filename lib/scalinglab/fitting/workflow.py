@@ -38,6 +38,7 @@ class FitRequest:
     drop_highest: int = 0
     compute: tuple[float, ...] = ()
     progress: bool = False
+    calibrate: bool = False    # calibrate on the fitted runs' units even with nothing held out (fit --save)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class FitReport:
     allocation: list[dict[str, Any]] | None = None
     unusable: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)   # what was written: {"plot": path, "saved": path}
+    calibration: Any = None   # (UnitCalibration, its note) on the fitted runs' units, when made
 
     @property
     def label(self) -> str:
@@ -142,10 +144,40 @@ def fit_runs(runs, request: FitRequest) -> FitReport:
                   names=cols.names(law))
     report = FitReport(fit, runs, request, inputs=inputs, y=y, fitted_rows=rows,
                        n_groups=None if labels is None else len(np.unique(labels)))
+    calibration = None
+    if runs.held.size or request.calibrate:
+        calibration = _calibrate(fit, runs, rows, inputs, y, request, scale=True)
+        report = replace(report, calibration=calibration)
     if runs.held.size:
         preds = predict_rows(fit, runs.table, runs.held, cols, sigma=residual_sd(fit, inputs, y))
-        report = replace(report, predictions=_with_domain(preds, inputs))
+        report = replace(report, predictions=_calibrated(_with_domain(preds, inputs), calibration, runs.table,
+                                                         runs.held, request))
     return with_allocation(report) if request.compute else report
+
+
+def _calibrate(fit, runs, rows, inputs, y, request, *, scale: bool):
+    """The fit's calibration on units of its own runs (``fitting.run_calibration``): (UnitCalibration, note)."""
+    from scalinglab.fitting import run_calibration as RC
+
+    opts = request.options
+    order, col = RC.scale_order(runs.table, rows, runs.holdout) if scale else (None, None)
+    units, name = RC.unit_labels(runs.table, rows, request.columns, opts.resampling.by, col)
+    key = order if order is not None else np.log(next(iter(inputs.values())))
+    units, name = RC.coarsen(units, key, name)
+    cal = RC.calibrate_fit(fit, inputs, y, units, name, order=order, level=opts.resampling.level,
+                           fixed=request.fixed or dict(opts.fixed) or None, options=opts)
+    return cal, RC.calibration_note(cal, col)
+
+
+def _calibrated(preds, calibration, table, rows, request):
+    """The predictions with the calibrated interval and each run's unit (the fitted runs' unit kind)."""
+    if calibration is None:
+        return preds
+    from scalinglab.fitting import run_calibration as RC
+
+    cal, note = calibration
+    units, _ = RC.unit_labels(table, rows, request.columns, request.options.resampling.by, note.get("order_column"))
+    return preds.with_calibration(cal, units, note)
 
 
 def predict_other(report: FitReport, table, rows, source: str) -> FitReport:
@@ -156,7 +188,13 @@ def predict_other(report: FitReport, table, rows, source: str) -> FitReport:
 
     sigma = residual_sd(report.fit, report.inputs, report.y)
     preds = predict_rows(report.fit, table, rows, report.request.columns, sigma=sigma)
-    return replace(report, predictions=_with_domain(preds, report.inputs), predicted_from=source)
+    calibration = report.calibration or _calibrate(report.fit, report.runs, report.fitted_rows, report.inputs,
+                                                   report.y, report.request, scale=False)
+    preds = _with_domain(preds, report.inputs)
+    if calibration is not None:
+        cal, note = calibration
+        preds = preds.with_calibration(cal, None, note)
+    return replace(report, predictions=preds, predicted_from=source, calibration=calibration)
 
 
 def _check_compute_column(cols, inputs) -> None:
@@ -238,8 +276,9 @@ def write_saved(report: FitReport, path: str) -> FitReport:
     N, D, L = (np.asarray(x, float) for x in report.nd)
     cols = report.request.columns
     columns = dict(n_col=cols.n, d_col=None if cols.c else cols.d, loss_col=cols.loss, c_col=cols.c)
+    note = None if report.calibration is None else report.calibration[1]
     saved.save(path, saved.SavedFit(report.fit, N, D, L, columns=columns, source=report.label,
-                                    n_dropped=report.request.drop_highest))
+                                    n_dropped=report.request.drop_highest, calibration=note))
     return replace(report, outputs={**report.outputs, "saved": path})
 
 

@@ -6,8 +6,9 @@
 (github.com/allenai/OLMo-ladder, ``src/scripts/predict.py`` with ``-k v2_main --skip_perc 0.1 --moving_avg 5``)
 prints; the absolute errors in the paper's table are |pred − actual| of these. ``reproduce`` refits both steps
 with the law registry's engine, compares, decomposes each miss into step 1 (the loss predicted vs the loss
-the target reached) and step 2 (the accuracy the sigmoid gives at the target's actual loss), adds intervals
-over ladder runs, and scores two alternatives: the one-step (N, D) → accuracy fit and the correct answer's
+the target reached) and step 2 (the accuracy the sigmoid gives at the target's actual loss), adds two intervals
+(calibrated on ladder runs left out, and parameter-only over ladder runs resampled; coverage counted per task,
+since a task's two sizes share its misfit), and scores two alternatives: the one-step (N, D) → accuracy fit and the correct answer's
 probability (its negative log) as the intermediate.
 """
 
@@ -21,7 +22,8 @@ import pandas as pd
 
 from scalinglab.downstream import ladder as LD
 from scalinglab.downstream.chain import fit_chain  # noqa: F401  (re-exported for the notebook)
-from scalinglab.downstream.intervals import chain_interval
+from scalinglab.downstream.intervals import chain_calibration, chain_interval
+from scalinglab.fitting.calibration import coverage as unit_coverage
 from scalinglab.fitting.laws import Law, Param, fit_law
 from scalinglab.serialization import to_jsonable
 
@@ -68,7 +70,19 @@ class Reproduction:
     n_boot: int
 
     def coverage(self) -> dict[str, int]:
+        """The parameter-only intervals' count of actuals inside, over the 16 targets."""
         return {"inside": int(self.table["inside"].sum()), "total": int(len(self.table))}
+
+    def coverage_by_task(self) -> dict[str, Any]:
+        """Both intervals' coverage with the task as the unit: a task's 7B and 13B share its misfit, so the 16
+        targets are 8 checks, each task counting its share of the two inside."""
+        t = self.table
+        out = {}
+        for name, lo, hi in (("calibrated", "cal_lower", "cal_upper"), ("parameter_only", "lower", "upper")):
+            c = unit_coverage(t["actual"], t[lo], t[hi], t["task"].tolist())
+            out[name] = {"tasks_inside": c.units_inside, "n_tasks": c.n_units, "points_inside": c.points_inside,
+                         "n_points": c.n_points, "per_task": c.per_unit}
+        return out
 
     def chained(self) -> dict[str, dict[str, dict[str, float]]]:
         out: dict[str, dict[str, dict[str, float]]] = {}
@@ -79,16 +93,21 @@ class Reproduction:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({"table": self.table.to_dict("records"), "level": self.level, "n_boot": self.n_boot,
-                            "coverage": self.coverage()})
+                            "coverage": self.coverage(), "coverage_by_task": self.coverage_by_task()})
 
     def summary(self) -> str:
-        lines = [f"{'task':14s}{'target':>7s}{'ours':>8s}{'theirs':>8s}{'diff':>7s}{'actual':>8s}  interval"]
+        lines = [f"{'task':14s}{'target':>7s}{'ours':>8s}{'theirs':>8s}{'diff':>7s}{'actual':>8s}  calibrated"
+                 "      parameter-only"]
         for r in self.table.itertuples():
             lines.append(f"{r.task:14s}{r.target:>7s}{r.ours:8.2f}{r.theirs:8.2f}{r.ours - r.theirs:7.2f}"
-                         f"{r.actual:8.2f}  [{r.lower:.1f}, {r.upper:.1f}]{'' if r.inside else ' miss'}")
-        c = self.coverage()
-        lines.append(f"{c['inside']} of {c['total']} actuals inside the {self.level:.0%} intervals "
-                     f"(ladder runs resampled, {self.n_boot} refits)")
+                         f"{r.actual:8.2f}  [{r.cal_lower:.1f}, {r.cal_upper:.1f}]{'' if r.cal_inside else ' miss'}"
+                         f"  [{r.lower:.1f}, {r.upper:.1f}]{'' if r.inside else ' miss'}")
+        c = self.coverage_by_task()
+        for name, label in (("calibrated", "calibrated (ladder runs left out)"),
+                            ("parameter_only", f"parameter-only (ladder runs resampled, {self.n_boot} refits)")):
+            k = c[name]
+            lines.append(f"{self.level:.0%} {label}: {k['points_inside']} of {k['n_points']} actuals inside, "
+                         f"{k['tasks_inside']:g} of {k['n_tasks']} tasks")
         return "\n".join(lines)
 
 
@@ -104,18 +123,19 @@ def points(smooth: int = 5, skip: float = 0.1):
 
 
 def reproduce(*, tasks=None, n_boot: int = 200, seed: int = 0, level: float = 0.95, smooth: int = 5) -> Reproduction:
-    """The 16 chained predictions, ours beside theirs, with intervals over ladder runs and the alternatives."""
+    """The 16 chained predictions, ours beside theirs, with both intervals (``cal_lower``/``cal_upper``: calibrated
+    on ladder runs left out; ``lower``/``upper``: parameter-only) and the alternatives."""
     _, s1, s2, ta = points(smooth)
-    noise = {k: LD.checkpoint_noise(k) for k in LD.TARGETS}
     # The actual is a trailing mean of up to ``smooth`` final evaluations (one for the 7B's annealed checkpoint,
     # five for the 13B): its noise is the checkpoint SD over √(evaluations averaged).
-    averaged = {k: min(smooth, len(LD.target_rows(k, smooth=smooth))) for k in LD.TARGETS}
+    noise = LD.actual_noise(smooth=smooth)
     rows = []
     for t in tasks or LD.TASKS:
         fit = fit_chain(s1, s2, f"{t}_loss", f"{t}_acc", task=t)
-        sd = [noise[k][t] / np.sqrt(averaged[k]) for k in ta["run"]]
+        sd = [noise[k][t] for k in ta["run"]]
+        cal = chain_calibration(fit, s1, s2, f"{t}_loss", f"{t}_acc", level=level)
         ivs = chain_interval(fit, s1, s2, f"{t}_loss", f"{t}_acc", ta, noise_sd=sd, n_boot=n_boot, seed=seed,
-                             level=level, actual=f"{t}_acc")
+                             level=level, actual=f"{t}_acc", calibration=cal)
         prob = fit_chain(s1, s2, f"{t}_nll", f"{t}_acc", task=t)
         one = fit_law(ONE_STEP, {"n": s1["n"], "d": s1["d"]}, s1[f"{t}_acc"])
         pred_loss = fit.predict_loss(ta["n"], ta["d"])
@@ -126,6 +146,8 @@ def reproduce(*, tasks=None, n_boot: int = 200, seed: int = 0, level: float = 0.
                 "task": t, "display": LD.TASKS[t][1], "target": k, "ours": 100 * iv.point,
                 "theirs": PUBLISHED[k][t], "actual": 100 * iv.actual, "lower": 100 * iv.lower,
                 "upper": 100 * iv.upper, "inside": bool(iv.inside), "noise_sd": 100 * iv.noise_sd,
+                "cal_lower": 100 * iv.cal_lower, "cal_upper": 100 * iv.cal_upper, "cal_inside": bool(iv.cal_inside),
+                "cal_bias": 100 * cal.mu, "cal_sd": 100 * cal.scale, "cal_n_units": cal.n_units,
                 "loss_pred": float(pred_loss[i]), "loss_actual": float(ta[f"{t}_loss"].iloc[i]),
                 "ladder_loss_min": fit.loss_range[0],
                 "step2_at_actual_loss": 100 * float(at_actual_loss[i]),

@@ -73,10 +73,10 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"Averaging the Huber loss over runs (Hoffmann's objective) stops L-BFGS-B early, {pct(excess, 0)} above "
         f"the optimum: β {dec(ours('beta'), 2)} → {dec(trap('mean', 'beta'), 2)} and a {dec(ours('a'), 2)} → "
         f"{dec(a_mean, 2)} move towards his values, α {dec(ours('alpha'), 2)} → {dec(trap('mean', 'alpha'), 2)} "
-        f"away. His Approach-3 interval for a (0.001 wide) would need "
+        f"away. His 0.001-wide interval for a would need "
         f"{_count(narrow('a', 'runs_needed_bootstrap'))} runs at our bootstrap's width, "
-        f"{_count(narrow('a', 'runs_needed_subsample_at_widest'))} by his own procedure; he had "
-        f"~{narrow('hoffmann_n_runs')}."))
+        f"{_count(narrow('a', 'runs_needed_subsample'))} by his procedure (at 0.002, his rounding's widest: {_count(narrow('a', 'runs_needed_bootstrap_at_widest'))} and "
+        f"{_count(narrow('a', 'runs_needed_subsample_at_widest'))}); he had ~{narrow('hoffmann_n_runs')}."))
 
     a2 = s.sub("approach2")
     h2 = a2.sub("hoffmann")
@@ -99,8 +99,10 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"{dec(pub('cooldown', 'a'), 4)}, "
         f"is {'reproduced' if abs(cool('a') - pub('cooldown', 'a')) < 5e-4 else 'not reproduced'} "
         f"(difference {diff(cool('a'), pub('cooldown', 'a'), 4)}). On the mirrored hot curves, which start at 10B "
-        f"tokens, a = {dec(hot('a'), 2)} {interval(hot('ci'), lambda v: dec(v, 2))}, {runs}, against their "
-        f"{dec(pub('hot', 'a'), 2)} from curves starting at 2B: where the curves start sets this exponent."))
+        f"tokens with a fifth of the checkpoints, a = {dec(hot('a'), 2)} {interval(hot('ci'), lambda v: dec(v, 2))}, "
+        f"{runs}, against their {dec(pub('hot', 'a'), 2)} from 2B. On the mirrored table a later start moves a to "
+        f"{dec(max(a1('first_checkpoint_a').values()), 2)}; fewer checkpoints, to "
+        f"{_span(list(a1('thinned_a').values()), lambda v: dec(v, 2))}."))
     return _cap(out)
 
 

@@ -97,16 +97,21 @@ def _probe_finding(s: _Summary) -> Finding:
     largest = {r["bin"]: r for r in rows if r["compute"] == top}
     b3 = s("ladder_probe_interaction", "interaction")
     lo, hi = b3["ci"]
-    verdict = ("larger models prefer memorised continuations more, the more often they saw the phrase" if hi < 0
+    # The count is the phrase's count in the whole counted text; a model trains on D tokens of it, and D grows with
+    # size, so a larger model also met each phrase more often: b3 mixes pull per exposure with exposures.
+    seen = [m["tokens"] for m in s("ladder", "models")]
+    verdict = ("larger models prefer memorised endings more on frequent phrases, but also saw each more often "
+               f"({_span(seen, lambda v: f'{v / 1e6:.1f}M')} training tokens)"
+               if hi < 0
                else "larger models prefer memorised continuations less" if lo > 0 else
                "the ladder cannot tell whether frequency changes how accuracy scales")
     never, common = largest["never"], largest["very_common"]
     two = lambda r, level="95%": interval((r["ci_low"], r["ci_high"]), lambda v: dec(v, 2), level)  # noqa: E731
     return Finding(
-        f"Probes from the ladder's own training text ({never['n']} phrases per bin of training count): the largest "
+        f"Own-text probes ({never['n']} phrases per training-count bin): the largest "
         f"model picks the asked-for word on {dec(never['accuracy'], 2)} {two(never, '95% over phrases')} "
-        f"of never-seen phrases and {dec(common['accuracy'], 2)} {two(common)} of very common ones. "
-        f"Compute-by-frequency interaction {dec(b3['coef'], 2, sign=True)} "
+        f"of never-seen phrases, {dec(common['accuracy'], 2)} {two(common)} of very common ones. "
+        f"Compute × count interaction {dec(b3['coef'], 2, sign=True)} "
         + _signed((lo, hi), "95%, clustered by item,") + f": {verdict}.")
 
 
