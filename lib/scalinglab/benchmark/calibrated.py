@@ -52,9 +52,10 @@ class _Fits:
         k = tuple(sorted(map(str, set(labels))))
         if k not in self.cache:
             rows = self.train[self.train["unit"].isin(k)]
-            try:
-                self.cache[k] = fit_entry(self.law, self.estimator, rows, iso=self.split.kind == "isoflop",
-                                          n_range=self.n_range)
+            try:   # a fit on the two smallest units can be degenerate: it fails or predicts badly, and is counted
+                with np.errstate(all="ignore"):
+                    self.cache[k] = fit_entry(self.law, self.estimator, rows, iso=self.split.kind == "isoflop",
+                                              n_range=self.n_range)
             except (UserError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
                 self.cache[k] = exc
         got = self.cache[k]

@@ -162,7 +162,10 @@ def score_split(split: Split, *, entries=None, n_boot: int = 2000, seed: int = 0
 
     rows, errors = [], {}
     for law, est in entries or entries_for(split):
-        row, err = score_entry(split, law, est, level, fit_boot, seed)
+        # refits on the smallest units can be degenerate (0/0 in a solver): they are scored or counted as failed,
+        # and numpy's warnings about them say nothing the row does not
+        with np.errstate(all="ignore"):
+            row, err = score_entry(split, law, est, level, fit_boot, seed)
         rows.append(row)
         if err.size and np.all(np.isfinite(err)):
             errors[entry_key(row)] = err
