@@ -187,9 +187,12 @@ def entry_intervals(split: Split, law: str, estimator: str, held: Fitted, level:
         out["calibration"] = cal.to_dict()
         out["calibrated"] = coverage(y, lo, hi, units).to_dict() if cal.ok else None
         if held.result is not None and getattr(held.result, "bootstrap", None) is not None:
-            draws = held.result.draws({r: te[r].to_numpy(float) for r in held.result.law.inputs})
-            plo, phi = _percentile_interval(np.asarray(draws, float), level)
-            out["parameter_only"] = coverage(y, plo, phi, units).to_dict()
+            draws = np.asarray(held.result.draws({r: te[r].to_numpy(float) for r in held.result.law.inputs}), float)
+            if draws.ndim == 2 and draws.shape[0] > 0:
+                plo, phi = _percentile_interval(draws, level)
+                out["parameter_only"] = coverage(y, plo, phi, units).to_dict()
+            else:  # no replicate converged (random losses): no parameter-only interval to count
+                out["parameter_only"] = None
         else:
             out["parameter_only"] = None
         if sigma is not None and np.isfinite(sigma):
