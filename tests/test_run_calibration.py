@@ -144,3 +144,18 @@ def test_many_units_are_merged_into_bands_of_neighbours():
     assert banded[-1] == "band 1" and banded[0] == "band 10"
     same, name = RC.coarsen(units[:5], key[:5], "run", max_units=10)
     assert name == "run" and list(same) == list(units[:5])
+
+
+def test_predict_out_writes_the_rows_it_predicted_beside_their_calibrated_interval(tmp_path, capsys):
+    runs = _runs_csv(tmp_path)
+    slfit, out = tmp_path / "fit.slfit", tmp_path / "out.csv"
+    assert main(["fit", str(runs), "--where", "budget<3e19", "--save", str(slfit)]) == 0
+    assert main(["predict", str(slfit), str(runs), "--where", "budget>=3e19", "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    import csv
+
+    written = list(csv.DictReader(out.open()))
+    # --where picks the last budget's 5 runs: --out holds those runs (not the table's first 5) with their
+    # predictions and calibrated bounds
+    assert len(written) == 5 and all(float(r["budget"]) == 3e19 for r in written)
+    assert all(float(r["calibrated_lo"]) < float(r["predicted"]) < float(r["calibrated_hi"]) for r in written)

@@ -87,24 +87,27 @@ def _predict(args) -> int:
     cols = {k: v for k, v in s.columns.items() if v} | {k: getattr(args, k) for k in ("n_col", "d_col", "c_col",
                                                                                       "loss_col") if getattr(args, k)}
     try:
-        out = predict_table(s, runs.table, runs.select(args.where).rows, cols, args.level,
-                            loss_given=bool(args.loss_col))
+        selected = runs.select(args.where).rows
+        out = predict_table(s, runs.table, selected, cols, args.level, loss_given=bool(args.loss_col))
     except UserError as exc:
         raise UserError(f"{runs.label}: {named_row(exc, runs.table)}") from None
     if args.out:
-        _write_out(args.out, runs.table, out.rows)
+        _write_out(args.out, runs.table, out.rows, selected)
     print(dumps({"fit": args.fit, **out.to_dict(), "csv": runs.label}) if args.json
           else out.summary(args.fit, runs.label) + (f"\nwritten to {args.out}" if args.out else ""))
     return 0
 
 
-def _write_out(path: str, table: dict[str, list[str]], rows) -> None:
+def _write_out(path: str, table: dict[str, list[str]], rows, at) -> None:
+    """The table's rows ``at`` (those predicted, in order) with each one's prediction (``rows``) added."""
     import csv
 
     from scalinglab.files import atomic_write
 
     extra = ["predicted", "mean_lo", "mean_hi", "new_run_lo", "new_run_hi", "decades_N", "decades_D", "decades_C",
              "mahalanobis", "outside"]
+    if rows and "calibrated_interval" in rows[0]:   # a fit saved with its calibration
+        extra[1:1] = ["calibrated_lo", "calibrated_hi"]
     header = list(table) + [c for c in extra if c not in table]
     with atomic_write(path, f"--out {path}") as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -113,7 +116,8 @@ def _write_out(path: str, table: dict[str, list[str]], rows) -> None:
             e = r["extrapolation"]
             vals = {"predicted": r["predicted"], "mean_lo": r["mean_interval"][0], "mean_hi": r["mean_interval"][1],
                     "new_run_lo": r["new_run_interval"][0], "new_run_hi": r["new_run_interval"][1],
+                    **dict(zip(("calibrated_lo", "calibrated_hi"), r.get("calibrated_interval", ()))),
                     **{k: e[k] for k in ("decades_N", "decades_D", "decades_C", "mahalanobis")},
                     "outside": int(e["outside"])}
-            w.writerow([table[c][i] if c in table else repr(float(vals[c])) if c != "outside" else vals[c]
+            w.writerow([table[c][at[i]] if c in table else repr(float(vals[c])) if c != "outside" else vals[c]
                         for c in header])
