@@ -128,7 +128,11 @@ def check_saved(d: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(d, dict):
         raise ValueError("calibration must be an object")
+    # A calibration with fewer than 2 units has no bias to store (null): it gives no interval, and says why.
+    few = isinstance(d.get("n_units"), int) and not isinstance(d.get("n_units"), bool) and d["n_units"] < 2
     for k in ("bias", "sigma_point", "level"):
+        if few and k == "bias" and d.get(k) is None:
+            continue
         if isinstance(d.get(k), bool) or not isinstance(d.get(k), (int, float)) or not np.isfinite(d[k]):
             raise ValueError(f"calibration {k} must be a finite number")
     su = d.get("sigma_unit")
@@ -150,7 +154,7 @@ def from_saved(d: dict[str, Any] | None) -> UnitCalibration | None:
     """A calibration saved with a fit (``calibration_note``), back as a ``UnitCalibration``; None if absent."""
     if not d:
         return None
-    return UnitCalibration(mu=float(d["bias"]), sigma_unit=float(d["sigma_unit"]) if d["sigma_unit"] is not None
+    return UnitCalibration(mu=float("nan") if d["bias"] is None else float(d["bias"]), sigma_unit=float(d["sigma_unit"]) if d["sigma_unit"] is not None
                            else float("nan"), sigma_point=float(d["sigma_point"]), n_units=int(d["n_units"]),
                            n_points=int(d["n_points"]), level=float(d["level"]), scheme=str(d["scheme"]),
                            space=str(d["space"]), unit_name=str(d["unit"]),
