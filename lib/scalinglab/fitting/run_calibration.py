@@ -154,7 +154,8 @@ def from_saved(d: dict[str, Any] | None) -> UnitCalibration | None:
     """A calibration saved with a fit (``calibration_note``), back as a ``UnitCalibration``; None if absent."""
     if not d:
         return None
-    return UnitCalibration(mu=float("nan") if d["bias"] is None else float(d["bias"]), sigma_unit=float(d["sigma_unit"]) if d["sigma_unit"] is not None
+    mu = float("nan") if d["bias"] is None else float(d["bias"])
+    return UnitCalibration(mu=mu, sigma_unit=float(d["sigma_unit"]) if d["sigma_unit"] is not None
                            else float("nan"), sigma_point=float(d["sigma_point"]), n_units=int(d["n_units"]),
                            n_points=int(d["n_points"]), level=float(d["level"]), scheme=str(d["scheme"]),
                            space=str(d["space"]), unit_name=str(d["unit"]),

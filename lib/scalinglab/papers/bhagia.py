@@ -8,8 +8,8 @@ prints; the absolute errors in the paper's table are |pred − actual| of these.
 with the law registry's engine, compares, decomposes each miss into step 1 (the loss predicted vs the loss
 the target reached) and step 2 (the accuracy the sigmoid gives at the target's actual loss), adds two intervals
 (calibrated on ladder runs left out, and parameter-only over ladder runs resampled; coverage counted per task,
-since a task's two sizes share its misfit), and scores two alternatives: the one-step (N, D) → accuracy fit and the correct answer's
-probability (its negative log) as the intermediate.
+since a task's two sizes share its misfit), and scores two alternatives: the one-step (N, D) → accuracy fit
+and the correct answer's probability (its negative log) as the intermediate.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from scalinglab.downstream import ladder as LD

@@ -141,7 +141,7 @@ def big_with_floors(*, n_boot: int = 200, seed: int = 0, level: float = 0.95) ->
         d0 = s0.loc[pick]
         f0 = fit_law(warm0, {"n": d0["params"], "d": d0.index.to_numpy(float)}, d0["val_loss"])
         e0 = e0_pub + float(f0.params["E"]) - float(base0.params["E"])
-        for j, (name, kind, col, e1_pub, actual, warm1, e1_hat, both) in enumerate(parts):
+        for j, (_name, _kind, col, e1_pub, _actual, warm1, e1_hat, both) in enumerate(parts):
             d = both.loc[[k for k in pick if k in both.index]]
             if len(d) < 5:
                 continue
@@ -161,7 +161,7 @@ def big_with_floors(*, n_boot: int = 200, seed: int = 0, level: float = 0.95) ->
             reps[b, j] = core * np.exp(rng.choice(resid)) + e1
     q = (1 - level) / 2
     out = []
-    for j, (name, kind, col, e1_pub, actual, *_rest) in enumerate(parts):
+    for j, (name, kind, _col, _e1_pub, actual, *_rest) in enumerate(parts):
         r = reps[:, j][np.isfinite(reps[:, j])]
         lo, hi = (np.quantile(r, [q, 1 - q]) if len(r) >= 10 else (np.nan, np.nan))
         out.append({"target": name, "kind": kind, "lower": float(lo), "upper": float(hi), "actual": actual,

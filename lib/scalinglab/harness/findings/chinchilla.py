@@ -75,7 +75,8 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         f"{dec(a_mean, 2)} move towards his values, α {dec(ours('alpha'), 2)} → {dec(trap('mean', 'alpha'), 2)} "
         f"away. His 0.001-wide interval for a would need "
         f"{_count(narrow('a', 'runs_needed_bootstrap'))} runs at our bootstrap's width, "
-        f"{_count(narrow('a', 'runs_needed_subsample'))} by his procedure (at 0.002, his rounding's widest: {_count(narrow('a', 'runs_needed_bootstrap_at_widest'))} and "
+        f"{_count(narrow('a', 'runs_needed_subsample'))} by his procedure (at 0.002, his rounding's widest: "
+        f"{_count(narrow('a', 'runs_needed_bootstrap_at_widest'))} and "
         f"{_count(narrow('a', 'runs_needed_subsample_at_widest'))}); he had ~{narrow('hoffmann_n_runs')}."))
 
     a2 = s.sub("approach2")
