@@ -32,21 +32,12 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.form import transform as _to_space  # the law's residual space: log, logit or as is
 from scalinglab.fitting.wls import t_quantile
 from scalinglab.serialization import to_jsonable
 
 SCHEMES = ("leave-one-out", "forward")
 SPACES = ("log", "logit", "linear")
-
-
-def _to_space(y, space: str) -> np.ndarray:
-    y = np.asarray(y, float)
-    with np.errstate(all="ignore"):
-        if space == "log":
-            return np.log(y)
-        if space == "logit":
-            return np.log(y) - np.log1p(-y)
-    return y
 
 
 def _from_space(z, space: str) -> np.ndarray:
