@@ -145,8 +145,8 @@ class LineBaseline:
 
     def summary(self) -> str:
         lines = [f"straight line of accuracy on log10 N through the {self.n_points} ladder runs at "
-                 f"{self.tokens_per_param:g} tokens per parameter ({100 * self.slope:+.1f} points per decade); "
-                 f"{self.level:.0%} prediction intervals for a new run"]
+                 f"{self.tokens_per_param:g} tokens per parameter",
+                 f"({100 * self.slope:+.1f} points per decade); {self.level:.0%} prediction intervals for a new run"]
         for r in self.table.itertuples():
             lines.append(f"  {r.model}: {100 * r.pred:.1f} [{100 * r.lower:.1f}, {100 * r.upper:.1f}] vs "
                          f"{100 * r.actual:.1f} ({'inside' if r.inside else 'outside'})")

@@ -14,6 +14,7 @@ from scalinglab.harness.findings.format import (
     _Summary,
     dec,
     diff,
+    diff_resolved,
     interval,
     pct,
     pval,
@@ -99,7 +100,8 @@ def chinchilla_fit(summary: Mapping[str, Any]) -> list[Finding]:
         "Approach 1 (training-curve envelope) on Gemstones: the authors' cooldown fit, a = "
         f"{dec(pub('cooldown', 'a'), 4)}, "
         f"is {'reproduced' if abs(cool('a') - pub('cooldown', 'a')) < 5e-4 else 'not reproduced'} "
-        f"(difference {diff(cool('a'), pub('cooldown', 'a'), 4)}). On the mirrored hot curves, which start at 10B "
+        f"(difference {diff_resolved(cool('a'), pub('cooldown', 'a'), 4)}). On the mirrored hot curves, which start "
+        f"at 10B "
         f"tokens with a fifth of the checkpoints, a = {dec(hot('a'), 2)} {interval(hot('ci'), lambda v: dec(v, 2))}, "
         f"{runs}, against their {dec(pub('hot', 'a'), 2)} from 2B. On the mirrored table a later start moves a to "
         f"{dec(max(a1('first_checkpoint_a').values()), 2)}; fewer checkpoints, to "

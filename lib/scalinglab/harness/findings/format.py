@@ -136,6 +136,14 @@ def diff(ours: float | None, theirs: float | None, places: int = 3) -> str:
     return dec(ours - theirs, places, sign=True)
 
 
+def diff_resolved(ours: float | None, theirs: float | None, places: int = 3) -> str:
+    """``diff``, but a nonzero difference that rounds to zero says how small it is ('under 0.0001 in size')
+    instead of printing 0.0000 for −0.00004."""
+    if not (_missing(ours) or _missing(theirs)) and ours != theirs and round(ours - theirs, places) == 0:
+        return f"under {10 ** -places:.{places}f} in size"
+    return diff(ours, theirs, places)
+
+
 def _span(values: Sequence[float | None], fmt: Callable[[Any], str]) -> str:
     """'a to b' over the values (or one value if they round the same)."""
     vals = [v for v in values if not _missing(v)]
