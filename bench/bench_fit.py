@@ -32,6 +32,7 @@ def main() -> int:
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
+    from scalinglab.fitting.rows import resample_counts
 
     try:
         table = data.load("epoch-chinchilla")
@@ -67,7 +68,7 @@ def main() -> int:
     from scipy.optimize import minimize
 
     logN, logD, logL = np.log(N), np.log(D), np.log(L)
-    counts = F.resample_counts(len(L), args.n_boot, seed=0)  # the same resamples as above
+    counts = resample_counts(len(L), args.n_boot, seed=0)  # the same resamples as above
     rows = np.cumsum(bs.converged) - 1  # replicate k's row in bs.samples
     worst = 0.0
     for k in np.flatnonzero(bs.converged)[:: max(1, args.n_boot // 20)]:

@@ -165,6 +165,30 @@ def test_no_import_cycles_between_packages():
     assert cycles(g) == []
 
 
+# The generic engine: what every law's fit goes through. Chinchilla's law and solver (fitting.approach3) plug into
+# it through the registry of forms (fitting.laws.forms); the engine itself never reaches for them.
+ENGINE_CORE = ("scalinglab.fitting.laws.base", "scalinglab.fitting.laws.table", "scalinglab.fitting.laws.compare",
+               "scalinglab.fitting.workflow", "scalinglab.fitting.options", "scalinglab.fitting.results",
+               "scalinglab.fitting.solver", "scalinglab.fitting.form", "scalinglab.fitting.law",
+               "scalinglab.fitting.rows", "scalinglab.fitting.huber", "scalinglab.fitting.calibration")
+
+
+def engine_reaching_approach3(g: dict[str, set[str]]) -> list[str]:
+    return sorted(m for m in ENGINE_CORE if "scalinglab.fitting.approach3" in g.get(m, set()))
+
+
+def test_the_engine_does_not_import_chinchillas_plug_in():
+    assert engine_reaching_approach3(graph()) == []
+
+
+def test_the_engine_checker_catches_an_import_of_approach3():
+    mods = modules()
+    g = graph(mods)
+    g["scalinglab.fitting.workflow"] = g["scalinglab.fitting.workflow"] | imports_of(
+        "def f():\n    from scalinglab.fitting.approach3 import CHINCHILLA", "scalinglab.fitting.workflow", set(mods))
+    assert engine_reaching_approach3(g) == ["scalinglab.fitting.workflow"]
+
+
 def test_the_sweep_reader_never_reaches_torch_or_the_training_loop():
     g = graph()
     readers = [m for m in g if under(m, ("scalinglab.sweeps",))]

@@ -7,6 +7,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import envelope as E
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.rows import resample_counts
 from scalinglab.papers import chinchilla_robustness as R
 
 LAW = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
@@ -56,7 +57,7 @@ def test_subsamples_without_replacement_give_half_the_bootstrap_width():
     x = rng.normal(0, 1, 200)
     sub = R.subsample_counts(200, 4000, 0.8, seed=3)
     assert set(np.unique(sub)) == {0.0, 1.0} and (sub.sum(axis=1) == 160).all()
-    boot = F.resample_counts(200, 4000, seed=4)
+    boot = resample_counts(200, 4000, seed=4)
     ratio = R.percentile_width(sub @ x / 160) / R.percentile_width(boot @ x / 200)
     assert abs(ratio - 0.5) < 0.06
     with pytest.raises(UserError):

@@ -124,3 +124,36 @@ def test_every_cli_function_is_short():
             if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 40:
                 long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, f"CLI functions over 40 lines: {long}"
+
+
+# The flags whose meaning is the same in every command that has them: declared only through cli/flags.py, so
+# a command cannot give one its own default or wording. (Column, --method, --at, --law, --holdout, --compute and
+# --targets name a different thing per command and keep their own declarations.)
+GRAMMAR_FLAGS = ("--dataset", "--bootstrap", "--bootstrap-by", "--seed", "--level", "--json", "--plot", "--save",
+                 "--group-by", "--db", "--where", "--delta")
+
+
+def _declared_outside_flags(source: str, name: str) -> list[str]:
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            out += [f"{name}:{node.lineno} {a.value}" for a in node.args
+                    if isinstance(a, ast.Constant) and a.value in GRAMMAR_FLAGS]
+    return out
+
+
+def test_the_shared_flags_are_declared_only_in_the_grammar():
+    from pathlib import Path
+
+    flags = _flags_by_command()
+    assert all(len(flags.get(f, {})) >= 2 for f in GRAMMAR_FLAGS), "a grammar flag used by one command only"
+    found = [hit for path in sorted(Path(cli.__file__).parent.glob("*.py")) if path.name != "flags.py"
+             for hit in _declared_outside_flags(path.read_text(), path.name)]
+    assert found == [], f"shared flags declared by hand: {found}"
+
+
+def test_the_grammar_check_catches_a_hand_declared_flag():
+    src = 'def register(sub):\n    p = sub.add_parser("x")\n    p.add_argument("--seed", type=int, default=1)\n'
+    assert _declared_outside_flags(src, "x.py") == ["x.py:3 --seed"]

@@ -6,6 +6,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
 from scalinglab.fitting.options import MIN_ROWS
+from scalinglab.fitting.rows import resample_counts
 from scalinglab.fitting.solver import _newton_and_irls as newton_and_irls
 
 TRUE = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
@@ -85,7 +86,7 @@ def test_batched_solver_agrees_with_scipy_on_weighted_resamples():
     N, D, L = isoflop_runs(noise=0.005, per_budget=10)
     logN, logD, logL = np.log(N), np.log(D), np.log(L)
     point = F.fit_arrays(N, D, L)
-    W = F.resample_counts(N.size, 6, seed=3)
+    W = resample_counts(N.size, 6, seed=3)
     th, f, ok = F.batched_solve(np.repeat(point.theta[None], 6, 0), logN, logD, logL, weights=W)
     assert ok.all()
     for k in range(6):
@@ -367,7 +368,6 @@ def test_fixed_ratio_runs_can_be_fitted_once_one_term_is_fixed():
     ({"E": -1}, False, "fixed E must be a positive number, not -1"),
     ({"A": float("inf")}, False, "fixed A must be a positive number, not inf"),
     ({"B": "lots"}, False, "fixed B must be a number, not 'lots'"),
-    ({"gamma": 1}, False, "unknown parameter 'gamma'"),
     ([("E", 1.7), ("e", 1.8)], False, "E is fixed twice"),
     ({"alpha": 0.3, "beta": 0.4}, True, "tied exponents need alpha = beta"),
     ({"E": 1, "A": 1, "B": 1, "alpha": 1, "beta": 1}, False, "nothing to fit"),
@@ -376,6 +376,14 @@ def test_fixed_ratio_runs_can_be_fitted_once_one_term_is_fixed():
 def test_degenerate_constraints_are_one_line_errors(fixed, tie, message):
     with pytest.raises(UserError, match=message) as err:
         F.FitOptions(fixed=fixed, tie_exponents=tie)
+    assert "\n" not in str(err.value)
+
+
+def test_a_name_chinchillas_law_lacks_is_refused_when_it_is_fitted():
+    # FitOptions is law-agnostic, so it holds any name; the law it is fitted with refuses one it lacks.
+    opts = F.FitOptions(fixed={"gamma": 1})
+    with pytest.raises(UserError, match="fixed gamma: Chinchilla's law has no such parameter") as err:
+        F.parametrisation(opts)
     assert "\n" not in str(err.value)
 
 

@@ -38,10 +38,14 @@ def test_one_result_class_for_every_law(runs_csv):
     for f in (chin, kap):
         assert set(f.params) == set(f.law.names) and f.status == "converged"
         assert set(f.to_dict()["params"]) == set(f.law.names)
-        # bse: the SE of the log for scale parameters (a relative error), else in the parameter's units.
+        # bse: every SE in its parameter's own units, so params ± bse reads right for E, A and B too;
+        # bse_log: the SE of the log of the scale parameters (a relative error).
         for name in f.law.names:
-            expect = f.bootstrap.se_log[name] if name in f.law.scale_params else f.bootstrap.se[name]
-            assert f.bse[name] == pytest.approx(expect)
+            draws = f.bootstrap.column(name)
+            assert f.bse[name] == pytest.approx(np.std(draws, ddof=1), rel=1e-9)
+        assert set(f.bse_log) == set(f.law.scale_params) & set(f.law.names)
+        for name, se in f.bse_log.items():
+            assert se == pytest.approx(np.std(np.log(f.bootstrap.column(name)), ddof=1), rel=1e-9)
     # A narrower level gives a narrower interval from the same replicates.
     lo95, hi95 = chin.conf_int()["alpha"]
     lo50, hi50 = chin.conf_int(0.5)["alpha"]

@@ -94,6 +94,23 @@ def test_bootstrap_interval_covers_the_truth_and_fixed_parameters_stay_fixed():
     assert d["status"] == "converged" and "bootstrap" in d and "alpha" in fit.summary()
 
 
+def test_fit_options_fix_any_laws_parameter_and_the_law_checks_it():
+    from scalinglab.fitting.options import FitOptions
+
+    law = Lw.get("data_constrained")
+    inputs, truth = CASES["data_constrained"]
+    y = law.predict(inputs, truth)
+    fit = Lw.fit_law(law, inputs, y, FitOptions(fixed={"Rstar_N": 5.3}))
+    assert fit.params["Rstar_N"] == 5.3 and "Rstar_N" not in fit.free
+    assert fit.params["Rstar_D"] == pytest.approx(15.4, rel=1e-3)   # the rest still found on noise-free runs
+    # The same option on a law without that parameter, or beyond the law's bounds, is refused by the law.
+    with pytest.raises(UserError, match="Rstar_N"):
+        Lw.fit_law(Lw.get("chinchilla"), CASES["chinchilla"][0], np.full(20, 3.0), FitOptions(fixed={"Rstar_N": 5}))
+    lo = law.param("Rstar_N").lower
+    with pytest.raises(UserError, match="allows Rstar_N"):
+        Lw.fit_law(law, inputs, y, FitOptions(fixed={"Rstar_N": lo - 1.0}))
+
+
 def test_information_criteria_only_under_squares():
     law = Lw.get("saturating")
     inputs, truth = CASES["saturating"]

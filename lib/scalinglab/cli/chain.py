@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--no-anchor", action="store_true", help="leave out the (loss 0, accuracy 1) point")
     flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of whole ladder runs, both steps refitted")
     flags.add_json(p)
-    p.add_argument("--plot", metavar="PNG", help="write accuracy against task loss, the sigmoid and the targets")
+    flags.add_plot(p, "write accuracy against task loss, the sigmoid and the targets", metavar="PNG")
     p.set_defaults(func=_chain)
     _register_translate(sub)
 

@@ -43,8 +43,8 @@ def register(sub) -> None:
 
     p.add_argument("csv", nargs="*", metavar="CSV", help="systems a and b: two CSVs with one row per run and the same "
                                                           "columns (or --dataset twice, or one of each)")
-    p.add_argument("--dataset", action="append", metavar="NAME",
-                   help="a registered dataset as one of the two systems (`scalinglab data list`); repeatable")
+    flags.add_dataset(p, "a registered dataset as one of the two systems (`scalinglab data list`); repeatable",
+                      repeatable=True)
     flags.add_columns(p, "n", "d", "c", "loss")
     flags.add_where(p)
     p.add_argument("--compute", action="append", type=float, metavar="C",

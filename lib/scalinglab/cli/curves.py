@@ -8,6 +8,7 @@ the commands; torch never.
 
 from __future__ import annotations
 
+from scalinglab.cli import flags
 from scalinglab.cli.tables import check_level, select_rows
 from scalinglab.runs import read_frame
 
@@ -20,7 +21,6 @@ def register(sub) -> None:
 
 
 def _register_fit(sub) -> None:
-    from scalinglab.cli import flags
 
     p = sub.add_parser("fit-curve", help="fit a loss-curve law to (run, step, lr, loss) rows",
                        description="Fit a law of the whole loss curve under its learning-rate schedule to a table "
@@ -33,8 +33,7 @@ def _register_fit(sub) -> None:
                                    "the misfit on a new schedule.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV with columns run, step, lr, loss")
-    src.add_argument("--dataset", action="append", metavar="NAME",
-                     help="a registered curve (repeatable; Luo et al.'s mpl-* sets: each is one run)")
+    flags.add_dataset(src, "a registered curve (repeatable; Luo et al.'s mpl-* sets: each is one run)", repeatable=True)
     p.add_argument("--law", default="multipower", choices=LAWS,
                    help="multipower (Luo et al. 2025, default), tissue (Tissue et al. 2024), baseline (power law "
                         "in steps)")
@@ -50,8 +49,8 @@ def _register_fit(sub) -> None:
     flags.add_where(p)
     flags.add_resampling(p, flags.BOOTSTRAP_ON_REQUEST, "of blocks of consecutive steps' residuals")
     flags.add_json(p, "print the fit's JSON (to_dict)")
-    p.add_argument("--plot", metavar="PATH", help="draw the curves, the fit and its intervals to PATH")
-    p.add_argument("--save", metavar="PATH", help="save the fit (JSON) for predict-curve --fit")
+    flags.add_plot(p, "draw the curves, the fit and its intervals to PATH", metavar="PATH")
+    flags.add_save(p, "save the fit (JSON) for predict-curve --fit", metavar="PATH")
     p.set_defaults(func=_fit)
 
 
@@ -67,8 +66,8 @@ def _register_predict(sub) -> None:
     q.add_argument("schedule", help="NAME:key=value,... or a CSV file with columns run, step, lr")
     q.add_argument("--fit", required=True, metavar="PATH", help="a fit saved by fit-curve --save")
     q.add_argument("--at", metavar="STEPS", help="comma-separated steps to predict (default: 12 spread over the run)")
-    q.add_argument("--json", action="store_true", help="print the prediction's JSON (to_dict)")
-    q.add_argument("--plot", metavar="PATH", help="draw the predicted curve and its interval to PATH")
+    flags.add_json(q, "print the prediction's JSON (to_dict)")
+    flags.add_plot(q, "draw the predicted curve and its interval to PATH", metavar="PATH")
     q.set_defaults(func=_predict)
 
 

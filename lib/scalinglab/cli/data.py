@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 
+from scalinglab.cli import flags
+
 
 def register(sub) -> None:
     p = sub.add_parser("data", help="list, verify or locate the registered datasets")
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True, help="what to do")
 
     lst = dsub.add_parser("list", help="every dataset with its source, licence and local state")
-    lst.add_argument("--json", action="store_true", help="one JSON array")
+    flags.add_json(lst, "one JSON array")
     lst.set_defaults(func=_list)
 
     ver = dsub.add_parser("verify", help="check files against their sha256 (exit 1 if any is corrupt or missing)")
     ver.add_argument("names", nargs="*", help="datasets to check (default: all)")
     ver.add_argument("--download", action="store_true", help="fetch missing files into the cache")
-    ver.add_argument("--json", action="store_true")
+    flags.add_json(ver)
     ver.set_defaults(func=_verify)
 
     loc = dsub.add_parser("path", help="print the verified local path of one dataset")

@@ -34,7 +34,7 @@ def _proposal(path: str, args):
 
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.rows import column, positive_logs
     from scalinglab.runs import read_table
 
     table = read_table(path)
@@ -43,9 +43,9 @@ def _proposal(path: str, args):
         for c in (n_col, col):
             if c not in table:
                 raise UserError(f"no column {c!r}; the table has {', '.join(table)}")
-        N, X = F._column(table, n_col), F._column(table, col)
-        F.positive_logs(N, n_col)
-        F.positive_logs(X, col)
+        N, X = column(table, n_col), column(table, col)
+        positive_logs(N, n_col)
+        positive_logs(X, col)
     except UserError as exc:
         raise UserError(f"{path}: {named_row(exc, table)}") from None
     return N, X / (6 * N) if args.c_col else X
@@ -60,6 +60,7 @@ def _run(args) -> int:
     from scalinglab.fitting import approach3 as F
     from scalinglab.fitting.design import check_proposal, design
     from scalinglab.fitting.laws.base import fit_law
+    from scalinglab.fitting.options import FitOptions
     from scalinglab.serialization import dumps
 
     check_resampling(args)
@@ -77,7 +78,7 @@ def _run(args) -> int:
     N, D, L, _ = read_runs(args.csv or args.dataset, args, dataset=not args.csv)
     progress = sys.stderr.isatty()
     try:
-        res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, F.FitOptions(delta=check_delta(args.delta)),
+        res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, FitOptions(delta=check_delta(args.delta)),
                       n_boot=args.bootstrap, seed=args.seed, progress=progress)
     except UserError as exc:
         raise UserError(f"{args.csv or args.dataset}: {exc}") from None

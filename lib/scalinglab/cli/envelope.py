@@ -59,7 +59,7 @@ def register(sub) -> None:
                          "(Approach 1)", description=DESCRIPTION)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV file with one row per (run, checkpoint)")
-    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    flags.add_dataset(src)
     p.add_argument("--run-col", metavar="COL", help="run id: the rows of one training curve share it (default run)")
     p.add_argument("--n-col", metavar="COL", help="parameters N, constant along a run (default N)")
     p.add_argument("--d-col", metavar="COL", help="tokens D seen at the checkpoint (default tokens)")
@@ -72,15 +72,12 @@ def register(sub) -> None:
                         "hull of the checkpoints (Gemstones)")
     p.add_argument("--keep-edges", action="store_true",
                    help="fit the optima held by the smallest or largest covering model too (default: drop them)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="K",
-                   help="resamples of the runs for the intervals (default 1000; 0: point estimates only)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L",
-                   help="interval level (default 0.95; Hoffmann's Table 2 gives 10th-90th percentiles: 0.8)")
+    flags.add_bootstrap(p, 1000, "resamples of the runs for the intervals (default 1000; 0: point estimates only)")
+    flags.add_seed(p)
+    flags.add_level(p, "Hoffmann's Table 2 gives 10th-90th percentiles: 0.8")
     flags.add_where(p)
-    p.add_argument("--group-by", metavar="COL,...",
-                   help="fit each combination of these columns' values separately (e.g. family)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_group_by(p, "fit each combination of these columns' values separately (e.g. family)")
+    flags.add_json(p, "print one JSON object")
     p.set_defaults(func=_run)
 
 

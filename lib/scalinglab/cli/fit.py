@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from scalinglab.cli import flags
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -16,7 +18,6 @@ def register(sub) -> None:
                     "Huber loss, delta 1e-3, summed; 4,500-start grid). Give D per run (--d-col) or "
                     "training compute (--c-col, D = C/(6N)). Without a dataset's roles the columns "
                     "default to N, D and loss.")
-    from scalinglab.cli import flags
 
     flags.add_source(p)
     flags.add_columns(p, "n", "d", "c", "loss", "u", "x", "y")
@@ -59,25 +60,23 @@ def _add_fit_flags(p) -> None:
                    help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
                         "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
                         "squares; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
-    p.add_argument("--plot", metavar="FILE",
-                   help="also draw the runs against the fitted law (loss vs compute with the law for several N, "
+    flags.add_plot(p, "also draw the runs against the fitted law (loss vs compute with the law for several N, "
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
-    p.add_argument("--save", metavar="FILE",
-                   help="also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
+    flags.add_save(p, "also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
                         "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
 
 
 def _options(args):
     """FitOptions from --fix and --tie-exponents, or a UserError naming the flag and the value."""
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting.options import fixed_value, param_name
+    from scalinglab.fitting.law import PARAMS
+    from scalinglab.fitting.options import FitOptions, fixed_value, param_name
 
     fixed = []
     for text in args.fix or []:
         name, sep, value = text.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(F.PARAMS)}, "
+            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(PARAMS)}, "
                             "e.g. --fix E=1.69")
         try:
             canon = param_name(name)
@@ -88,7 +87,7 @@ def _options(args):
 
     delta = check_delta(getattr(args, "delta", None))
     try:
-        return F.FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
+        return FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
                             delta=delta)
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
         flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))

@@ -60,15 +60,57 @@ def add_where(p) -> None:
 def add_resampling(p, default: int, what: str, by: bool = False) -> None:
     """``--bootstrap K`` (the resamples behind the intervals; ``what``: what this command resamples),
     ``--seed``, ``--level`` and, with ``by``, ``--bootstrap-by COL``."""
-    p.add_argument("--bootstrap", type=int, default=default, metavar="K",
-                   help=f"resamples behind the intervals: {what} (default {default})")
+    add_bootstrap(p, default, f"resamples behind the intervals: {what} (default {default})")
     if by:
         p.add_argument("--bootstrap-by", metavar="COL",
                        help="resample whole groups of rows named by COL (e.g. a model id) instead of rows: when "
                             "one model gives several rows (checkpoints, cooldowns, eval sets) the model is the "
                             "independent unit and row resampling makes the intervals too narrow")
+    add_seed(p)
+    add_level(p)
+
+
+def add_bootstrap(p, default: int, help: str) -> None:
+    """``--bootstrap K`` alone, for a command whose resamples are of its own kind (``help`` says which)."""
+    p.add_argument("--bootstrap", type=int, default=default, metavar="K", help=help)
+
+
+def add_seed(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="the resampling's seed (default 0)")
-    p.add_argument("--level", type=float, default=LEVEL, metavar="L", help=f"interval level (default {LEVEL:g})")
+
+
+def add_level(p, detail: str = "") -> None:
+    """``--level L``: every interval's level, one default everywhere; ``detail``: a command's extra words."""
+    p.add_argument("--level", type=float, default=LEVEL, metavar="L",
+                   help=f"interval level (default {LEVEL:g}{'; ' + detail if detail else ''})")
+
+
+def add_dataset(p, help: str = "a registered dataset (`scalinglab data list`)", repeatable: bool = False) -> None:
+    """``--dataset NAME``: a registered dataset instead of a file (``p`` may be a mutually exclusive group)."""
+    if repeatable:
+        p.add_argument("--dataset", action="append", metavar="NAME", help=help)
+    else:
+        p.add_argument("--dataset", metavar="NAME", help=help)
+
+
+def add_group_by(p, help: str, metavar: str = "COL,...") -> None:
+    """``--group-by``: fit or classify each group of rows separately (``help`` says by what)."""
+    p.add_argument("--group-by", metavar=metavar, default=None, help=help)
+
+
+def add_plot(p, help: str, metavar: str = "FILE") -> None:
+    """``--plot FILE``: also draw the command's figure to FILE (an output: checked by ``cli.OUTPUT_FLAGS``)."""
+    p.add_argument("--plot", metavar=metavar, help=help)
+
+
+def add_save(p, help: str, metavar: str = "FILE") -> None:
+    """``--save FILE``: also save the fit for a later command (an output, checked like ``--plot``)."""
+    p.add_argument("--save", metavar=metavar, help=help)
+
+
+def add_db(p, help: str) -> None:
+    """``--db FILE``: a sweep's SQLite results database."""
+    p.add_argument("--db", required=True, help=help)
 
 
 def add_delta(p) -> None:

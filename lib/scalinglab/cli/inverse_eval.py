@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scalinglab.cli import flags
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -17,7 +19,7 @@ def register(sub) -> None:
                                                   "or a path to a scalinglab .pt checkpoint")
     p.add_argument("--limit", type=int, default=None, help="score only the first K examples")
     p.add_argument("--batch-size", type=int, default=16, help="examples per forward pass (default 16)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_json(p, "print one JSON object")
     p.set_defaults(func=_inverse_eval)
 
 

@@ -42,7 +42,7 @@ def register(sub) -> None:
                     "Without a dataset's roles the columns default to N, C and loss.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
-    src.add_argument("--dataset", metavar="NAME", help="a registered dataset (`scalinglab data list`)")
+    flags.add_dataset(src)
     p.add_argument("--n-col", metavar="COL", help="parameters N")
     p.add_argument("--budget-col", metavar="COL",
                    help="the nominal compute budget C each run belongs to (runs of one budget share a value; "
@@ -50,20 +50,17 @@ def register(sub) -> None:
     p.add_argument("--loss-col", metavar="COL", help="final loss")
     p.add_argument("--method", default="parabola", choices=METHODS,
                    help="parabola in log N (Hoffmann; default) or Akima spline (Porian et al.)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="K",
-                   help="noise-bootstrap draws per budget for the intervals and the fit's weights "
+    flags.add_bootstrap(p, 1000, "noise-bootstrap draws per budget for the intervals and the fit's weights "
                         "(default 1000; 0: point estimates and an unweighted fit)")
     p.add_argument("--noise", type=float, default=None, metavar="SD",
                    help="sd of the loss noise in the bootstrap (default: pooled residual sd of per-budget parabolas)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L",
-                   help="level of the budgets' and the exponent's intervals (default 0.95)")
-    p.add_argument("--group-by", metavar="COL,...",
-                   help="fit each combination of these columns' values separately (e.g. source,experiment)")
+    flags.add_seed(p)
+    flags.add_level(p, "the budgets' and the exponent's intervals")
+    flags.add_group_by(p, "fit each combination of these columns' values separately (e.g. source,experiment)")
     flags.add_where(p)
     p.add_argument("--drop-flagged", action="append", default=[], metavar="COL",
                    help="drop rows whose COL is true (true/yes/1), e.g. a QC outlier flag (repeatable)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_json(p, "print one JSON object")
     p.set_defaults(func=_run)
 
 

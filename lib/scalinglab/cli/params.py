@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from scalinglab.cli import flags
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -21,7 +23,7 @@ def register(sub) -> None:
                    help="gelu: 4·width hidden; swiglu: 256·ceil((8·width/3)/256) hidden, as OpenLM")
     p.add_argument("--tied", action="store_true", help="the output head shares the token embedding")
     p.add_argument("--no-bias", action="store_true", help="linear layers and LayerNorms without biases")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_json(p, "print one JSON object")
     p.set_defaults(func=_params)
 
 

@@ -16,15 +16,14 @@ def register(sub) -> None:
 
     p.add_argument("fit", help="a .slfit file written by `scalinglab fit --save`")
     p.add_argument("csv", nargs="?", help="a CSV with one row per run to predict")
-    p.add_argument("--dataset", metavar="NAME", help="a registered dataset to predict (`scalinglab data list`)")
+    flags.add_dataset(p, "a registered dataset to predict (`scalinglab data list`)")
     flags.add_columns(p, "n", "d", "c", "loss", default="the fit's",
                       detail={"loss": "compared with the predictions when the table has it"})
     flags.add_where(p)
-    p.add_argument("--level", type=float, default=flags.LEVEL, metavar="L",
-                   help=f"interval level (default {flags.LEVEL:g})")
+    flags.add_level(p)
     p.add_argument("--out", metavar="FILE",
                    help="also write the CSV with the predictions and intervals added as columns")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_json(p, "print one JSON object")
     p.set_defaults(func=_predict)
 
     a = sub.add_parser(
@@ -34,7 +33,7 @@ def register(sub) -> None:
     a.add_argument("fit", help="a .slfit file written by `scalinglab fit --save`")
     a.add_argument("--compute", action="append", type=float, metavar="C", required=True,
                    help="compute budget in FLOP (C = 6ND); repeat for several")
-    a.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_json(a, "print one JSON object")
     a.set_defaults(func=_allocate)
 
 

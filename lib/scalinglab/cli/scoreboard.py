@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--fit-bootstrap", type=int, default=100, metavar="K",
                    help="row-bootstrap refits behind the parameter-only intervals (Approach 3, law engine; 0: none)")
     flags.add_json(p)
-    p.add_argument("--plot", metavar="FILE", help="also write a figure of the held-out RMSLEs to FILE (.png, .pdf or "
+    flags.add_plot(p, "also write a figure of the held-out RMSLEs to FILE (.png, .pdf or "
                                                   ".svg)")
     p.set_defaults(func=_run)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from scalinglab.cli import flags
+
 # Mirror scalinglab.training.sweep (CLI modules import only argparse at the top, to start fast);
 # tests/test_sweep.py checks that they agree.
 PRESETS = ("kaplan", "hoffmann", "ladder0", "ladder2", "ladder3", "ladder4", "optimal", "schedules", "lrbatch")
@@ -30,7 +32,7 @@ def register(sub) -> None:
                         "parameter (profile cpu-lrbatch)")
     p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="the grid's size, from smoke (seconds, CI) to gpu (hours); see scalinglab.training.sweep")
-    p.add_argument("--db", required=True, help="SQLite results database (created, or resumed)")
+    flags.add_db(p, "SQLite results database (created, or resumed)")
     p.add_argument("--launcher", choices=("local", "submitit"), default="local",
                    help="local: runs one after another here; submitit: one job per run (SLURM when available)")
     p.add_argument("--executor", choices=("auto", "slurm", "local", "debug"), default="auto",
@@ -40,7 +42,7 @@ def register(sub) -> None:
     p.add_argument("--seeds", type=int, default=1,
                    help="train every run with this many seeds (replicates measure seed-to-seed noise; "
                         "raising it on a finished database trains only the new seeds)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON when done")
+    flags.add_json(p, "print the report as JSON when done")
     p.add_argument("--cost", action="store_true",
                    help="print what the sweep would cost (runs, steps, tokens, FLOPs, and seconds on one core where "
                         "the profile has a measured speed) and exit without training")
@@ -53,8 +55,8 @@ def register(sub) -> None:
 
 def _register_reports(sub) -> None:
     r = sub.add_parser("sweep-report", help="planned and finished runs and the compute-optimal exponent of a sweep")
-    r.add_argument("--db", required=True, help="the sweep's SQLite results database")
-    r.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_db(r, "the sweep's SQLite results database")
+    flags.add_json(r, "print one JSON object")
     r.set_defaults(func=_report)
 
     lad = sub.add_parser("ladder-report",
@@ -64,10 +66,10 @@ def _register_reports(sub) -> None:
     lad.add_argument("--method", choices=("parabola", "spline"), default="parabola",
                      help="each budget's optimum: parabola in log N (Hoffmann's; default, as in isoflop) or Akima "
                           "spline (Porian et al.'s: --method spline)")
-    lad.add_argument("--bootstrap", type=int, default=1000, metavar="K", help="block-bootstrap resamples (whole shapes)")
-    lad.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    lad.add_argument("--level", type=float, default=0.95, metavar="L", help="interval level (default 0.95)")
-    lad.add_argument("--json", action="store_true", help="print one JSON object")
+    flags.add_bootstrap(lad, 1000, "block-bootstrap resamples (whole shapes)")
+    flags.add_seed(lad)
+    flags.add_level(lad)
+    flags.add_json(lad, "print one JSON object")
     lad.set_defaults(func=_ladder)
 
 

@@ -28,13 +28,12 @@ def register(sub) -> None:
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV with one row per model")
-    src.add_argument("--dataset", metavar="NAME",
-                     help="a registered dataset (`scalinglab data list`); its roles x, y, count and group, where "
+    flags.add_dataset(src, "a registered dataset (`scalinglab data list`); its roles x, y, count and group, where "
                           "it has them, name the columns the flags below do not")
     p.add_argument("--x-col", metavar="COL", help="scale column: compute or parameters (positive)")
     p.add_argument("--y-col", metavar="COL", help="accuracy column, in [0, 1]")
     p.add_argument("--count-col", metavar="COL", help="number of examples behind each accuracy")
-    p.add_argument("--group-by", metavar="COL", default=None, help="classify each value of this column separately")
+    flags.add_group_by(p, "classify each value of this column separately", metavar="COL")
     flags.add_where(p)
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--dispersion", choices=DISPERSIONS, default="binomial",
@@ -45,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--adjust", choices=ADJUSTMENTS, default="fdr_bh",
                    help="multiple-testing adjustment of p_trend across groups: Benjamini-Hochberg (default), "
                         "Holm, or none")
-    p.add_argument("--json", action="store_true", help="print a JSON array, one object per group")
+    flags.add_json(p, "print a JSON array, one object per group")
     p.set_defaults(func=_trend)
 
 

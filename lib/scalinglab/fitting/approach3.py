@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from scalinglab.errors import RowError, UserError
+from scalinglab.errors import UserError
 from scalinglab.fitting.form import Law, Param
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
@@ -44,6 +44,8 @@ from scalinglab.fitting.options import (
     parametrisation,
 )
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
+from scalinglab.fitting.rows import column as _column
+from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar
 from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
 
 # --- the law -----------------------------------------------------------------------------------------------
@@ -85,18 +87,6 @@ CHINCHILLA = Law(
 )
 
 # --- data checks -----------------------------------------------------------
-
-
-def positive_logs(values, name: str) -> np.ndarray:
-    """log of a column that must be finite and positive, or a RowError naming the first bad row."""
-    x = np.asarray(values, dtype=float).ravel()
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        raise RowError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at {{row}})", bad[0])
-    bad = np.flatnonzero(x <= 0)
-    if bad.size:
-        raise RowError(f"column {name!r} must be positive; {{row}} is {x[bad[0]]:g}", bad[0])
-    return np.log(x)
 
 
 def describe_free(options: FitOptions | None = None) -> str:
@@ -179,7 +169,7 @@ def _check_below_fixed_floor(N, D, L, fixed: dict[str, float], names) -> None:
 # --- the fit ---------------------------------------------------------------
 
 
-def _bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+def bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width); a fixed one never
     does (it was given, not found), a tied beta does when its alpha does."""
     P = parametrisation(opts)
@@ -216,9 +206,9 @@ def _on_natural_floor(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     return (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
 
 
-def _artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
+def artificial_bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: coordinates on a bound that is not the parameter's natural floor."""
-    return _bound_flags(theta, opts) & ~_on_natural_floor(theta, opts)
+    return bound_flags(theta, opts) & ~_on_natural_floor(theta, opts)
 
 
 def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray | None = None,
@@ -273,7 +263,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     theta, f = thetas[best], float(fs[best])
     g = value_and_grad(theta, logN, logD, logL, opts.delta)[1]
     grad_norm = float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
-    flags = _bound_flags(theta, opts)
+    flags = bound_flags(theta, opts)
     at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
     ok = converged[best] and grad_norm <= opts.status_gtol
     unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
@@ -331,31 +321,6 @@ def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[st
         if weight.max() < NEGLIGIBLE_TERM:
             out += [p for p in params if p in free and p not in at_bound and not (P.tied and p == "alpha")]
     return tuple(p for p in PARAMS if p in out)
-
-
-def progress_bar(iterable, desc: str, on: bool):
-    """``iterable`` with a tqdm bar when ``on`` (tqdm is imported only then)."""
-    if not on:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=desc)
-
-
-def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
-    """(n_boot, n) counts of each row in each resample (rows drawn with replacement)."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
-
-
-def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
-    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
-    with replacement, and every row counts as often as its group was drawn. With one row per group
-    this is ``resample_counts`` (same draws for the same seed)."""
-    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
-    k = int(inverse.max()) + 1
-    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
-    return drawn[:, inverse]
 
 
 def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
@@ -419,7 +384,7 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
                                   max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P,
                                   block=opts.block)
         thetas.append(th)
-        oks.append(ok & ~_artificial_bound_flags(th, opts).any(axis=1))
+        oks.append(ok & ~artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)
     fixed = dict(opts.fixed)
     # a = β/(α+β) is 0.5 exactly when β = α, and constant when both exponents are fixed.
@@ -447,30 +412,4 @@ def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: 
     keep = keep_below_highest(L, drop_highest)
     return N[keep], D[keep], L[keep], (n_col, d_name, loss_col)
 
-
-def keep_below_highest(L, k: int) -> np.ndarray:
-    """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
-    L = np.asarray(L, float)
-    if k < 0:
-        raise UserError(f"--drop-highest must be >= 0, not {k}")
-    if not len(L):
-        raise UserError("no runs to fit (the table has a header and no rows)")
-    if k >= len(L):
-        raise UserError(f"cannot drop the {k} highest losses of {len(L)} rows")
-    keep = np.ones(len(L), bool)
-    if k:
-        keep[np.argsort(L, kind="stable")[len(L) - k:]] = False
-    return keep
-
-
-def _column(table, col: str) -> np.ndarray:
-    try:
-        return np.asarray(table[col], dtype=float)
-    except (TypeError, ValueError):
-        for i, v in enumerate(table[col]):
-            try:
-                float(v)
-            except (TypeError, ValueError):
-                raise RowError(f"column {col!r} holds a non-number at {{row}}: {v!r}", i) from None
-        raise
 

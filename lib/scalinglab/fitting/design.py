@@ -40,6 +40,7 @@ from scalinglab.fitting.forecast import residual_sd
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import parametrisation
 from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.rows import progress_bar
 from scalinglab.fitting.solver import batched_solve
 from scalinglab.serialization import to_jsonable
 
@@ -101,7 +102,7 @@ class Simulator:
             th, _, _ = batched_solve(np.repeat(law.theta[None, :], len(W), axis=0), logN, logD, logL, weights=W,
                                      delta=opts.delta, lower=lo, upper=hi, max_iter=DESIGN_ITERS,
                                      tol=opts.batch_tol, gtol=opts.gtol, param=parametrisation(opts))
-            ok = ~F._artificial_bound_flags(th, opts).any(axis=1)
+            ok = ~F.artificial_bound_flags(th, opts).any(axis=1)
             if ok.sum() >= 3:
                 reps = ScalingLaw(*np.exp(th[ok, :3]).T, th[ok, 3], th[ok, 4])
                 x = np.log10(reps.n_opt(self.target))
@@ -252,7 +253,7 @@ def design(result: LawFit, N, D, L, *, target: float, budget_left: float, k: int
         raise UserError(f"--k {k}: the design chooses among {len(cN)} candidate runs (sizes around N_opt at shares "
                         f"of the budget per run), so it can propose at most {len(cN)}")
     steps = 1 + k * len(cN) - k * (k - 1) // 2 + (proposal is not None)
-    ticks = iter(F.progress_bar(range(steps), "design: designs simulated", progress))
+    ticks = iter(progress_bar(range(steps), "design: designs simulated", progress))
     sim.ratio()  # today's design alone, in every world
     next(ticks, None)
     chosen: list[int] = []

@@ -42,8 +42,10 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     where,
 )
 from scalinglab.fitting.forecast import residual_sd
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions, predict
 from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.rows import group_counts, keep_below_highest  # noqa: F401  group_counts re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
 from scalinglab.serialization import to_jsonable
 
 
@@ -106,7 +108,7 @@ def runs_at(table, rows, n_col: str = "N", d_col: str | None = "D", loss_col: st
 
 
 def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
-            c_col: str | None = None, select=None, options: F.FitOptions | None = None, drop_highest: int = 0,
+            c_col: str | None = None, select=None, options: FitOptions | None = None, drop_highest: int = 0,
             n_boot: int = 0, seed: int = 0, level: float = 0.95, groups=None,
             progress: bool = False) -> HoldoutResult:
     """Fit the rows not held out and predict the held-out ones.
@@ -125,7 +127,7 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     texts = tuple(str(c) for c in _conditions(held_out)) if not is_mask(held_out) else ()
     train_rows, test_rows = split_rows(table, select, held_out)
     N, D, L, names = runs_at(table, train_rows, n_col, d_col, loss_col, c_col=c_col)
-    kept = F.keep_below_highest(L, drop_highest)
+    kept = keep_below_highest(L, drop_highest)
     train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
     labels = None if groups is None else group_labels(table, groups)
     from scalinglab.fitting.laws.base import fit_law
@@ -166,14 +168,13 @@ def group_labels(table, groups) -> np.ndarray:
     return labels
 
 
-group_counts = F.group_counts  # re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
 
 
 at_natural_floor = F.natural_floor_shares  # the share of resamples with each parameter at its natural floor
 
 
 def leave_one_group_out(table, groups, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
-                        c_col: str | None = None, select=None, options: F.FitOptions | None = None,
+                        c_col: str | None = None, select=None, options: FitOptions | None = None,
                         n_boot: int = 0, seed: int = 0, level: float = 0.95) -> dict[str, HoldoutResult]:
     """For each group among the selected rows: fit all the other selected rows, predict that group's.
 
@@ -246,7 +247,7 @@ def restrict(res: HoldoutResult, target) -> HoldoutResult:
 
 
 def training_sets(table, training, target, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
-                  select=None, options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                  select=None, options: FitOptions | None = None, n_boot: int = 0, seed: int = 0,
                   level: float = 0.95) -> dict[str, HoldoutResult]:
     """Fit each named training set and predict one common target.
 
@@ -271,7 +272,7 @@ def training_sets(table, training, target, n_col: str = "N", d_col: str | None =
 
 def sweep_training_range(table, column: str, limits: Sequence[float], target, n_col: str = "N",
                          d_col: str | None = "D", loss_col: str = "loss", *, select=None,
-                         options: F.FitOptions | None = None, n_boot: int = 0, seed: int = 0,
+                         options: FitOptions | None = None, n_boot: int = 0, seed: int = 0,
                          level: float = 0.95) -> list[HoldoutResult]:
     """For each limit m, fit the rows with ``column <= m`` (and not in ``target``) and predict ``target``.
 

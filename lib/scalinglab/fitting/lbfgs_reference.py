@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.fitting.approach3 import check_identifiable, progress_bar
+from scalinglab.fitting.approach3 import check_identifiable
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.options import hoffmann_grid
+from scalinglab.fitting.rows import progress_bar
 from scalinglab.fitting.solver import objective, value_and_grad
 
 

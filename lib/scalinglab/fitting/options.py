@@ -183,11 +183,30 @@ def fixed_value(name: str, value) -> float:
 
 
 def normalise_fixed(fixed, tie_exponents: bool = False) -> tuple[tuple[str, float], ...]:
-    """Fixed parameters as ((name, value), ...) in PARAMS order, checked; see ``FitOptions``."""
+    """Fixed parameters as ((name, value), ...), checked; see ``FitOptions``. Chinchilla's names (any case) come
+    first, in PARAMS order, with the checks its solver needs; any other law's names follow as given, each a finite
+    number: the law they are fitted with checks the name and its bounds (``fitting.laws.base.check_fixed``), so
+    ``FitOptions(fixed={"Rstar_N": 5})`` holds the data-constrained law's R*_N."""
     pairs = fixed.items() if isinstance(fixed, Mapping) else fixed
     out: dict[str, float] = {}
+    other: dict[str, float] = {}
+    chinchilla = {p.lower(): p for p in PARAMS}
     for name, value in pairs:
-        canon = param_name(name)
+        canon = chinchilla.get(str(name).strip().lower())
+        if canon is None:
+            key = str(name).strip()
+            if not key:
+                raise UserError("a fixed parameter needs a name")
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"fixed {key} must be a number, not {value!r}") from None
+            if not np.isfinite(v):
+                raise UserError(f"fixed {key} must be a finite number, not {v:g}")
+            if key in other:
+                raise UserError(f"{key} is fixed twice ({other[key]:g} and {v:g})")
+            other[key] = v
+            continue
         v = fixed_value(canon, value)
         if canon in out:
             raise UserError(f"{canon} is fixed twice ({out[canon]:g} and {v:g})")
@@ -201,7 +220,7 @@ def normalise_fixed(fixed, tie_exponents: bool = False) -> tuple[tuple[str, floa
                 out.setdefault(b, out[a])
     if len(out) == len(PARAMS):
         raise UserError("every parameter is fixed: there is nothing to fit")
-    return tuple((p, out[p]) for p in PARAMS if p in out)
+    return tuple((p, out[p]) for p in PARAMS if p in out) + tuple(other.items())
 
 
 @dataclass(frozen=True)
@@ -281,6 +300,9 @@ def parametrisation(options: FitOptions | None = None) -> Parametrisation:
     """The solver's coordinates for these options' constraints."""
     opts = options or FitOptions()
     fixed = dict(opts.fixed)
+    other = [k for k in fixed if k not in PARAMS]
+    if other:   # another law's parameter reached Chinchilla's solver
+        raise UserError(f"fixed {other[0]}: Chinchilla's law has no such parameter; one of {', '.join(PARAMS)}")
     ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")
     tied = opts.tie_exponents and "beta" not in fixed  # both fixed: nothing left to tie
     free = tuple(i for i, p in enumerate(PARAMS) if p not in fixed and not (tied and i == ib))

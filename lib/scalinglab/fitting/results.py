@@ -1,16 +1,17 @@
 """What every fit returns: ``LawFit``, one class for every law in the registry, and its ``Bootstrap``.
 
-statsmodels' Results are the model: ``params``, ``bse`` (standard errors, on the log scale for positive scale
-parameters), ``conf_int()``, ``predict()``, ``status``, ``summary()`` (the table `scalinglab fit` prints) and
-``to_dict()`` (its JSON). A law with a closed-form compute-optimal allocation (Chinchilla's) also answers
-``allocate(C)`` and the closed form's own questions (``n_opt``, ``loss``, ``a``, ``theta`` ...) through
-``scaling_law``.
+statsmodels' Results are the model: ``params``, ``bse`` (standard errors in each parameter's own units;
+``bse_log`` those of the logarithm of the positive scale parameters), ``conf_int()``, ``predict()``, ``status``,
+``summary()`` (the table `scalinglab fit` prints) and ``to_dict()`` (its JSON). A law with a closed-form
+compute-optimal allocation (Chinchilla's) also answers ``allocate(C)`` and the closed form's own questions
+(``n_opt``, ``loss``, ``a``, ``theta`` ...) through ``scaling_law``, built once per fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,11 @@ class LawFit:
         self.scaling_law  # noqa: B018  (a law without a closed form says so here)
         return self.law.closed_form(dict(zip(bs.params, bs.samples.T)))
 
+    @cached_property
+    def _closed(self):
+        """The closed form at these parameters, built once (None for a law without one)."""
+        return None if self.law.closed_form is None else self.law.closed_form(self.params)
+
     def __getattr__(self, name: str):
         # Only reached when normal lookup fails: a parameter by name (fit.alpha), or a question of the closed form.
         if name.startswith("_"):
@@ -212,15 +218,21 @@ class LawFit:
             return d["params"][name]
         law = d.get("law")
         if law is not None and law.closed_form is not None:
-            form = law.closed_form(d["params"])
+            form = self._closed
             if hasattr(form, name):
                 return getattr(form, name)
         raise AttributeError(f"a fit of law {getattr(law, 'name', '?')} has no {name!r}")
 
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        boot = f", bootstrap={self.bootstrap.n_boot}" if self.bootstrap is not None else ""
+        return f"LawFit({self.law.name}: {shown}; status={self.status}, n_rows={self.n_rows}{boot})"
+
     # --- estimates, errors, intervals -----------------------------------------------------------------------
 
-    @property
+    @cached_property
     def derived(self) -> dict[str, float]:
+        """The law's derived quantities (Chinchilla's a and b) at these parameters, computed once."""
         with np.errstate(all="ignore"):
             return {k: float(f(self.params)) for k, f in self.law.derived.items()}
 
@@ -242,13 +254,24 @@ class LawFit:
 
     @property
     def bse(self) -> dict[str, float]:
-        """Bootstrap standard errors: of the logarithm for scale parameters (a relative error), else in the
-        parameter's units; NaN without a bootstrap."""
+        """Bootstrap standard errors, each in its parameter's own units (A's in A's units), NaN without a
+        bootstrap. For the positive, skewed scale parameters the log scale is the honest one: ``bse_log``."""
         bs = self.bootstrap
         if bs is None:
             return {k: float("nan") for k in (*self.law.names, *self.law.derived)}
-        se, se_log = bs.se, bs.se_log
-        return {k: se_log[k] if k in se_log else se[k] for k in bs.names}
+        se = bs.se
+        return {k: se[k] for k in bs.names}
+
+    @property
+    def bse_log(self) -> dict[str, float]:
+        """Standard errors of the logarithm of the law's scale parameters (a relative error: what the summary
+        prints as "ln"); NaN without a bootstrap."""
+        bs = self.bootstrap
+        scale = [k for k in self.law.scale_params if k in self.law.names]
+        if bs is None:
+            return {k: float("nan") for k in scale}
+        se_log = bs.se_log
+        return {k: se_log[k] for k in scale if k in se_log}
 
     def conf_int(self, level: float | None = None) -> dict[str, tuple[float, float]]:
         """Percentile intervals over the bootstrap replicates (at the bootstrap's level unless given)."""

@@ -287,7 +287,7 @@ def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
 def _check_consistent(result: LawFit, N, D, L) -> None:
     """The file agrees with itself: parameters inside the box, the objective the runs and law give, the status
     the parameters imply. ValueError (worded as a corrupt file by ``load``) otherwise."""
-    from scalinglab.fitting.approach3 import _bound_flags
+    from scalinglab.fitting.approach3 import bound_flags
     from scalinglab.fitting.law import to_theta
     from scalinglab.fitting.solver import objective
 
@@ -308,7 +308,7 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
     if not (math.isfinite(result.objective) and abs(f - result.objective) <= tol):
         raise ValueError(f"its objective {result.objective:.6g} is not what its law gives on its runs ({f:.6g}); "
                          "the law or the runs were edited")
-    flags = _bound_flags(theta, o)
+    flags = bound_flags(theta, o)
     at_bound = tuple(k for k, b in zip(PARAMS, flags) if b)
     if set(at_bound) != set(result.at_bound):
         raise ValueError(f"its at_bound list {list(result.at_bound)} is not what its law implies {list(at_bound)}")

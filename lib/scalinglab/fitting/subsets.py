@@ -42,8 +42,11 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
+from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.rows import progress_bar
 from scalinglab.serialization import to_jsonable
 
 
@@ -137,7 +140,7 @@ class SubsetFits:
         return np.array([r[f"{key}_ci"] for r in self._mine(variant, size, True)], float).reshape(-1, 2)
 
 
-def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptions], *, n_draws: int = 100,
+def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, FitOptions], *, n_draws: int = 100,
                 seed: int = 0, budget: float = 5.88e23, pool=None, n_boot: int = 0, boot_draws: int | None = None,
                 boot_sizes: Sequence[int] | None = None, boot_level: float = 0.95,
                 progress: bool = False) -> SubsetFits:
@@ -157,7 +160,7 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, F.FitOptio
     records = []
     for size in sizes:
         draws = draw_subsets(len(N), size, n_draws, seed, pool)
-        for i in F.progress_bar(range(n_draws), f"subsets of {size} runs", progress):
+        for i in progress_bar(range(n_draws), f"subsets of {size} runs", progress):
             rows = draws[i]
             boot = n_boot if i < boot_draws and size in boot_sizes else 0
             # Seeded by (seed, size, draw): paired across variants, independent of the other sizes.
@@ -198,7 +201,7 @@ def covers(intervals, value: float) -> tuple[float, int]:
     return share, int((~ok).sum())
 
 
-def summarise(fits: SubsetFits, reference: F.ScalingLaw, *, level: float = 0.68) -> list[dict[str, Any]]:
+def summarise(fits: SubsetFits, reference: ScalingLaw, *, level: float = 0.68) -> list[dict[str, Any]]:
     """Per variant and size: how many fits ran, and how their a and N_opt sit against ``reference``.
 
     a: ``a_median`` and ``a_lo``/``a_hi``, the central ``level`` interval across draws; ``a_bias``, the
@@ -251,7 +254,7 @@ def summarise(fits: SubsetFits, reference: F.ScalingLaw, *, level: float = 0.68)
     return out
 
 
-def with_exponent(law: F.ScalingLaw, a: float, d_ref: float) -> F.ScalingLaw:
+def with_exponent(law: ScalingLaw, a: float, d_ref: float) -> ScalingLaw:
     """``law`` with β changed so that a = β/(α+β) is ``a``, and B rescaled so that the data term B/D^β is
     unchanged at D = ``d_ref`` (e.g. the geometric mean D of a run design): the same runs then see a data
     term of the same size where they are, only with another slope. E, A and α are kept."""
@@ -260,11 +263,11 @@ def with_exponent(law: F.ScalingLaw, a: float, d_ref: float) -> F.ScalingLaw:
     if not d_ref > 0:
         raise UserError(f"d_ref must be a positive number of tokens, not {d_ref}")
     beta = law.alpha * a / (1 - a)
-    return F.ScalingLaw(E=float(law.E), A=float(law.A), B=float(law.B * d_ref ** (beta - law.beta)),
+    return ScalingLaw(E=float(law.E), A=float(law.A), B=float(law.B * d_ref ** (beta - law.beta)),
                         alpha=float(law.alpha), beta=float(beta))
 
 
-def synthetic_runs(law: F.ScalingLaw, N, D, log_residuals, seed: int = 0) -> np.ndarray:
+def synthetic_runs(law: ScalingLaw, N, D, log_residuals, seed: int = 0) -> np.ndarray:
     """Losses of ``law`` at the runs (N, D), each multiplied by exp of one of ``log_residuals`` (e.g. a real
     fit's log residuals), in a seeded random order: a real design's N and D and its residual scatter,
     tails included, on a law that is known. Shuffling keeps the scatter's distribution but not any trend
@@ -275,7 +278,7 @@ def synthetic_runs(law: F.ScalingLaw, N, D, log_residuals, seed: int = 0) -> np.
     return law.loss(N, D) * np.exp(np.random.default_rng(seed).permutation(r))
 
 
-def allocation(laws: Mapping[str, F.ScalingLaw], budget: float, n_ref: float) -> dict[str, dict[str, Any]]:
+def allocation(laws: Mapping[str, ScalingLaw], budget: float, n_ref: float) -> dict[str, dict[str, Any]]:
     """Per named law: its parameters (``to_dict`` where it has one, else ``params``), N_opt at ``budget``
     and that N_opt as a ratio to ``n_ref`` (a reference law's N_opt at the same budget)."""
     out = {}

@@ -44,7 +44,9 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import holdout as H
+from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.predictions import predict as predict_runs
 from scalinglab.serialization import to_jsonable
@@ -107,9 +109,9 @@ class OvertrainingLaw:
         return self.law.a
 
     @property
-    def law(self) -> F.ScalingLaw:
+    def law(self) -> ScalingLaw:
         """The same law as a five-parameter ``fit.ScalingLaw`` (for n_opt, d_opt and comparisons)."""
-        return F.ScalingLaw(self.E, self.A, self.B, self.alpha, self.alpha)
+        return ScalingLaw(self.E, self.A, self.B, self.alpha, self.alpha)
 
     @property
     def params(self) -> dict[str, float]:
@@ -265,7 +267,7 @@ GADRE_FIT = "Gadre: curve_fit, α = β"
 
 
 def compare_procedures(table, training_sets, targets, n_col: str = "N", d_col: str | None = "D",
-                       loss_col: str = "loss", *, hoffmann: dict[str, F.FitOptions] | None = None,
+                       loss_col: str = "loss", *, hoffmann: dict[str, FitOptions] | None = None,
                        n_boot: int = 0, seed: int = 0) -> list[dict[str, Any]]:
     """Each training set fitted by each procedure, and each fit's error on each target run.
 

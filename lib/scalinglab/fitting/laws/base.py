@@ -29,6 +29,7 @@ from scalinglab.fitting.form import ROLE_NAMES, Law, Param, check_target, transf
 from scalinglab.fitting.huber import huber
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import Bootstrap, LawFit
+from scalinglab.fitting.rows import progress_bar, resample_indices
 
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
 SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
@@ -248,25 +249,10 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     return fit
 
 
-def resample_indices(n: int, n_boot: int, seed: int, groups=None):
-    """Yield row indices of each resample: rows with replacement, or whole groups (a cluster bootstrap)."""
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        for _ in range(n_boot):
-            yield rng.integers(0, n, n)
-        return
-    labels = np.asarray(groups)
-    members = [np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())]
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(members), len(members))
-        yield np.concatenate([members[i] for i in pick])
-
-
 def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, seed, level, groups, unit,
                     progress) -> LawFit:
     from dataclasses import replace
 
-    from scalinglab.fitting.approach3 import progress_bar
 
     # The replicates start from the full-data optimum and the grid starts that scored best on all the data.
     z_hat = prob.z(fit.params)

@@ -287,7 +287,7 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
             labels = H.group_labels(table, col)
             group_by = col
     scores: dict[str, LawScore] = {}
-    from scalinglab.fitting.approach3 import progress_bar
+    from scalinglab.fitting.rows import progress_bar
 
     for law in progress_bar(laws, "laws", progress):
         notes: list[str] = []

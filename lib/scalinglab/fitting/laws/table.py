@@ -120,7 +120,7 @@ def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | N
         raise UserError("no rows to fit")
     inputs, y = inputs_at(law, table, picked, cols)
     if drop_highest:
-        from scalinglab.fitting.approach3 import keep_below_highest
+        from scalinglab.fitting.rows import keep_below_highest
 
         keep = keep_below_highest(y, drop_highest)
         inputs, y, picked = {k: v[keep] for k, v in inputs.items()}, y[keep], picked[keep]

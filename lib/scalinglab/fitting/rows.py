@@ -1,0 +1,93 @@
+"""What every fit does with its rows, written once: reading a column as numbers (a bad cell named by its row),
+dropping the highest losses (Epoch's protocol), and the bootstrap's draws, over rows or over whole groups (a
+cluster bootstrap), as resample counts (the batched solvers weight every row) or as row indices (the solvers that
+refit one resample at a time); and the progress bar long loops show.
+
+The two forms of the draw are kept apart on purpose: each is the random stream its fits have always used, so a
+seed gives the same replicates before and after, and the counts are not the indices' histogram under one seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalinglab.errors import RowError, UserError
+
+
+def column(table, col: str) -> np.ndarray:
+    """A table's column as floats; a cell that is not a number is a ``RowError`` naming its row."""
+    try:
+        return np.asarray(table[col], dtype=float)
+    except (TypeError, ValueError):
+        for i, v in enumerate(table[col]):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise RowError(f"column {col!r} holds a non-number at {{row}}: {v!r}", i) from None
+        raise
+
+
+def positive_logs(values, name: str) -> np.ndarray:
+    """log of a column that must be finite and positive, or a RowError naming the first bad row."""
+    x = np.asarray(values, dtype=float).ravel()
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise RowError(f"column {name!r} has {bad.size} missing or non-finite value(s) (first at {{row}})", bad[0])
+    bad = np.flatnonzero(x <= 0)
+    if bad.size:
+        raise RowError(f"column {name!r} must be positive; {{row}} is {x[bad[0]]:g}", bad[0])
+    return np.log(x)
+
+
+def keep_below_highest(L, k: int) -> np.ndarray:
+    """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
+    L = np.asarray(L, float)
+    if k < 0:
+        raise UserError(f"--drop-highest must be >= 0, not {k}")
+    if not len(L):
+        raise UserError("no runs to fit (the table has a header and no rows)")
+    if k >= len(L):
+        raise UserError(f"cannot drop the {k} highest losses of {len(L)} rows")
+    keep = np.ones(len(L), bool)
+    if k:
+        keep[np.argsort(L, kind="stable")[len(L) - k:]] = False
+    return keep
+
+
+def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, n) counts of each row in each resample (rows drawn with replacement)."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
+def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
+    """(n_boot, rows) weights of a cluster bootstrap: each resample draws as many groups as there are,
+    with replacement, and every row counts as often as its group was drawn. With one row per group
+    this is ``resample_counts`` (same draws for the same seed)."""
+    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    k = int(inverse.max()) + 1
+    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
+    return drawn[:, inverse]
+
+
+def resample_indices(n: int, n_boot: int, seed: int, groups=None):
+    """Yield row indices of each resample: rows with replacement, or whole groups (a cluster bootstrap)."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        for _ in range(n_boot):
+            yield rng.integers(0, n, n)
+        return
+    labels = np.asarray(groups)
+    members = [np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())]
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(members), len(members))
+        yield np.concatenate([members[i] for i in pick])
+
+
+def progress_bar(iterable, desc: str, on: bool):
+    """``iterable`` with a tqdm bar when ``on`` (tqdm is imported only then)."""
+    if not on:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc)
