@@ -1,7 +1,7 @@
 """What every fit returns: ``LawFit``, one class for every law in the registry, and its ``Bootstrap``.
 
-statsmodels' Results are the model: ``params``, ``bse`` (standard errors, on the log scale for positive scale
-parameters), ``conf_int()``, ``predict()``, ``status``, ``summary()`` (the table `scalinglab fit` prints) and
+statsmodels' Results are the model: ``params``, ``bse`` (standard errors in each parameter's own units),
+``bse_log`` (of the logarithm, for positive scale parameters), ``conf_int()``, ``predict()``, ``status``, ``summary()`` (the table `scalinglab fit` prints) and
 ``to_dict()`` (its JSON). A law with a closed-form compute-optimal allocation (Chinchilla's) also answers
 ``allocate(C)`` and the closed form's own questions (``n_opt``, ``loss``, ``a``, ``theta`` ...) through
 ``scaling_law``.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,8 @@ NEGLIGIBLE_TERM = 1e-6
 # grid while a, b and the allocation are well determined; the summary says so beside the number.
 WEAK_SE_LOG = 1.0
 WEAK_REL_SE = 0.5
+# The one status vocabulary of fit results.
+STATUSES = ("converged", "at_bound", "unidentified", "failed")
 
 
 class ReplicateSpread:
@@ -212,14 +215,22 @@ class LawFit:
             return d["params"][name]
         law = d.get("law")
         if law is not None and law.closed_form is not None:
-            form = law.closed_form(d["params"])
+            form = self._closed_form
             if hasattr(form, name):
                 return getattr(form, name)
         raise AttributeError(f"a fit of law {getattr(law, 'name', '?')} has no {name!r}")
 
     # --- estimates, errors, intervals -----------------------------------------------------------------------
 
-    @property
+    @cached_property
+    def _closed_form(self):
+        return self.law.closed_form(self.params)
+
+    def __repr__(self) -> str:
+        ps = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        return f"LawFit({self.law.name}: {ps}; status={self.status}, n_rows={self.n_rows})"
+
+    @cached_property
     def derived(self) -> dict[str, float]:
         with np.errstate(all="ignore"):
             return {k: float(f(self.params)) for k, f in self.law.derived.items()}
@@ -240,15 +251,22 @@ class LawFit:
         """Whether beta was tied to alpha (and not fixed with it)."""
         return self.options is not None and bool(parametrisation(self.options).tied)
 
-    @property
+    @cached_property
     def bse(self) -> dict[str, float]:
-        """Bootstrap standard errors: of the logarithm for scale parameters (a relative error), else in the
-        parameter's units; NaN without a bootstrap."""
+        """Bootstrap standard errors in each parameter's own units (and each derived quantity's); NaN without
+        a bootstrap. ``bse_log`` has the SE of the logarithm of the scale parameters."""
         bs = self.bootstrap
         if bs is None:
             return {k: float("nan") for k in (*self.law.names, *self.law.derived)}
-        se, se_log = bs.se, bs.se_log
-        return {k: se_log[k] if k in se_log else se[k] for k in bs.names}
+        se = bs.se
+        return {k: se[k] for k in bs.names}
+
+    @cached_property
+    def bse_log(self) -> dict[str, float]:
+        """Bootstrap SE of the logarithm of each scale parameter (a relative error); NaN for the others."""
+        bs = self.bootstrap
+        se_log = bs.se_log if bs is not None else {}
+        return {k: float(se_log.get(k, float("nan"))) for k in self.law.names}
 
     def conf_int(self, level: float | None = None) -> dict[str, tuple[float, float]]:
         """Percentile intervals over the bootstrap replicates (at the bootstrap's level unless given)."""
