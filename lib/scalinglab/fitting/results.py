@@ -1,10 +1,10 @@
 """What every fit returns: ``LawFit``, one class for every law in the registry, and its ``Bootstrap``.
 
 statsmodels' Results are the model: ``params``, ``bse`` (standard errors in each parameter's own units),
-``bse_log`` (of the logarithm, for positive scale parameters), ``conf_int()``, ``predict()``, ``status``, ``summary()`` (the table `scalinglab fit` prints) and
-``to_dict()`` (its JSON). A law with a closed-form compute-optimal allocation (Chinchilla's) also answers
-``allocate(C)`` and the closed form's own questions (``n_opt``, ``loss``, ``a``, ``theta`` ...) through
-``scaling_law``.
+``bse_log`` (of the logarithm, for positive scale parameters), ``conf_int()``, ``predict()``, ``status`` (one of
+``STATUSES``), ``summary()`` (the table `scalinglab fit` prints) and ``to_dict()`` (its JSON). A law with a
+closed-form compute-optimal allocation (Chinchilla's) also answers ``allocate(C)`` and the closed form's own
+questions (``n_opt``, ``loss``, ``a``, ``theta`` ...) through ``scaling_law``.
 """
 
 from __future__ import annotations
