@@ -166,9 +166,10 @@ class Bootstrap(ReplicateSpread):
 class LawFit:
     """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
     unidentified (parameters that barely move the fit, named in ``unidentified``: the runs cannot pin them),
-    max_iter or failed. ``objective`` is the fit's loss in its residual space (``law.space``): the summed Huber
-    loss (δ = ``delta``) or half the sum of squares. ``options``: the solver's settings where the law has its own
-    solver (Chinchilla's: constraints, tied exponents, starts)."""
+    or failed (the solver stopped short of its tolerance). ``objective`` is the fit's loss in its residual space
+    (``law.space``): the summed Huber loss (δ = ``delta``) or half the sum of squares.
+    ``options``: the solver's settings where the law has its own solver (Chinchilla's: constraints, tied
+    exponents, starts)."""
 
     law: Law
     params: dict[str, float]
