@@ -71,7 +71,7 @@ def test_noisy_runs_give_the_parameters_within_what_the_noise_allows(name):
     noise = np.random.default_rng(3).normal(0, 0.005, clean.shape)
     y = clean * np.exp(noise) if law.target == "loss" else clean + noise
     fit = Lw.fit_law(law, inputs, y)
-    assert fit.status in ("converged", "max_iter")
+    assert fit.status in ("converged", "failed")
     for k, tol in NOISY[name].items():
         assert fit.params[k] == pytest.approx(truth[k], rel=tol), k
     # In-sample residuals (log, or the metric, or its logit) near the noise level (0.005; the logit stretches

@@ -41,5 +41,5 @@ def test_a_stale_output_is_caught(tmp_path):
     block = next(m.group(0) for m in TOUR.finditer((ROOT / "README.md").read_text())
                  if "$ scalinglab fit examples/" in m.group(0))
     assert "status: converged" in block
-    stale = block.replace("status: converged", "status: max_iter", 1)
+    stale = block.replace("status: converged", "status: failed", 1)
     assert masked(refresh(stale, cwd=tmp_path)) == masked(block) != masked(stale)

@@ -267,7 +267,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
     ok = converged[best] and grad_norm <= opts.status_gtol
     unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
-    status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "max_iter")
+    status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "failed")
     rss = float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
     result = chinchilla_fit(exact_fixed(to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
                             unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,

@@ -128,7 +128,7 @@ class FitOptions:
     # Gradient tolerances are in the summed objective's scale (≈ δ·n·|r| ≈ 1e-3
     # on Epoch's 240 rows), so 1e-9 is six orders below the objective.
     gtol: float = 1e-9             # the solver stops when max |projected gradient| < this
-    status_gtol: float = 1e-7      # a result is "converged" below this, else "max_iter"
+    status_gtol: float = 1e-7      # a result is "converged" below this, else "failed"
     batch_iters: int = 500         # batched Newton iterations, at most (most need < 15)
     batch_tol: float = 1e-10       # ...or when every |Δθ| is below this
     # Constraints: parameters held at a value, as (name, value) pairs (a dict is accepted; names are

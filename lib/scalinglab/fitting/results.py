@@ -1,10 +1,10 @@
 """What every fit returns: ``LawFit``, one class for every law in the registry, and its ``Bootstrap``.
 
-statsmodels' Results are the model: ``params``, ``bse`` (standard errors in each parameter's own units;
-``bse_log`` those of the logarithm of the positive scale parameters), ``conf_int()``, ``predict()``, ``status``,
-``summary()`` (the table `scalinglab fit` prints) and ``to_dict()`` (its JSON). A law with a closed-form
-compute-optimal allocation (Chinchilla's) also answers ``allocate(C)`` and the closed form's own questions
-(``n_opt``, ``loss``, ``a``, ``theta`` ...) through ``scaling_law``, built once per fit.
+statsmodels' Results are the model: ``params``, ``bse`` (standard errors in each parameter's own units),
+``bse_log`` (of the logarithm, for positive scale parameters; NaN for the others), ``conf_int()``, ``predict()``,
+``status`` (one of ``STATUSES``), ``summary()`` (the table `scalinglab fit` prints) and ``to_dict()`` (its JSON).
+A law with a closed-form compute-optimal allocation (Chinchilla's) also answers ``allocate(C)`` and the closed
+form's own questions (``n_opt``, ``loss``, ``a``, ``theta`` ...) through ``scaling_law``, built once per fit.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ NEGLIGIBLE_TERM = 1e-6
 # grid while a, b and the allocation are well determined; the summary says so beside the number.
 WEAK_SE_LOG = 1.0
 WEAK_REL_SE = 0.5
+# The one status vocabulary of fit results.
+STATUSES = ("converged", "at_bound", "unidentified", "failed")
 
 
 class ReplicateSpread:
@@ -164,9 +166,10 @@ class Bootstrap(ReplicateSpread):
 class LawFit:
     """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
     unidentified (parameters that barely move the fit, named in ``unidentified``: the runs cannot pin them),
-    max_iter or failed. ``objective`` is the fit's loss in its residual space (``law.space``): the summed Huber
-    loss (δ = ``delta``) or half the sum of squares. ``options``: the solver's settings where the law has its own
-    solver (Chinchilla's: constraints, tied exponents, starts)."""
+    or failed (the solver stopped short of its tolerance). ``objective`` is the fit's loss in its residual space
+    (``law.space``): the summed Huber loss (δ = ``delta``) or half the sum of squares.
+    ``options``: the solver's settings where the law has its own solver (Chinchilla's: constraints, tied
+    exponents, starts)."""
 
     law: Law
     params: dict[str, float]
@@ -252,7 +255,7 @@ class LawFit:
         """Whether beta was tied to alpha (and not fixed with it)."""
         return self.options is not None and bool(parametrisation(self.options).tied)
 
-    @property
+    @cached_property
     def bse(self) -> dict[str, float]:
         """Bootstrap standard errors, each in its parameter's own units (A's in A's units), NaN without a
         bootstrap. For the positive, skewed scale parameters the log scale is the honest one: ``bse_log``."""
@@ -262,16 +265,12 @@ class LawFit:
         se = bs.se
         return {k: se[k] for k in bs.names}
 
-    @property
+    @cached_property
     def bse_log(self) -> dict[str, float]:
-        """Standard errors of the logarithm of the law's scale parameters (a relative error: what the summary
-        prints as "ln"); NaN without a bootstrap."""
+        """Bootstrap SE of the logarithm of each scale parameter (a relative error); NaN for the others."""
         bs = self.bootstrap
-        scale = [k for k in self.law.scale_params if k in self.law.names]
-        if bs is None:
-            return {k: float("nan") for k in scale}
-        se_log = bs.se_log
-        return {k: se_log[k] for k in scale if k in se_log}
+        se_log = bs.se_log if bs is not None else {}
+        return {k: float(se_log.get(k, float("nan"))) for k in self.law.names}
 
     def conf_int(self, level: float | None = None) -> dict[str, tuple[float, float]]:
         """Percentile intervals over the bootstrap replicates (at the bootstrap's level unless given)."""

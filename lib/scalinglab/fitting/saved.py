@@ -40,7 +40,7 @@ from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import PARAMS
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.results import Bootstrap, LawFit
+from scalinglab.fitting.results import STATUSES, Bootstrap, LawFit
 
 FORMAT = "scalinglab-fit"
 VERSION = 2
@@ -316,9 +316,9 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
         if name not in PARAMS:
             raise ValueError(f"unknown parameter {name!r} in unidentified")
     implied = "at_bound" if at_bound else "unidentified" if result.unidentified else None
-    if implied and result.status != implied or not implied and result.status not in ("converged", "max_iter"):
+    if implied and result.status != implied or not implied and result.status not in ("converged", "failed", "max_iter"):
         raise ValueError(f"status {result.status!r} does not match its parameters (expected "
-                         f"{implied or 'converged or max_iter'})")
+                         f"{implied or 'converged or failed'})")
     if result.status == "converged":
         # A forged file that recomputes the documented hash could call any law converged; the fit called it so
         # only where the projected gradient was below status_gtol. Recomputed from the stored parameters (17
@@ -384,7 +384,7 @@ def from_json(obj: Any) -> SavedFit:
         raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]
     status = fit["status"]
-    if status not in ("converged", "max_iter", "at_bound", "unidentified"):
+    if status not in (*STATUSES, "max_iter"):   # max_iter: files saved before "failed"
         raise ValueError(f"unknown status {status!r}")
     bs = None
     b = obj["bootstrap"]

@@ -214,7 +214,7 @@ def summarise(fits: SubsetFits, reference: ScalingLaw, *, level: float = 0.68) -
     those shares; ``a_ci_width``, the median width of the interval of a, and ``n_opt_ci_span``, the median
     factor from the lower end of N_opt's interval to the upper. A tied fit's interval of a is the point
     0.5, so it covers only a reference a of 0.5. Fits with any status other than "converged" (at a bound,
-    max_iter, unidentified; counted in ``not_converged``) stay in every number, as a user who ignored the
+    failed, unidentified; counted in ``not_converged``) stay in every number, as a user who ignored the
     flag would use them.
     """
     q = [(1 - level) / 2 * 100, 50, (1 + level) / 2 * 100]
@@ -297,6 +297,6 @@ def excludes(fits: SubsetFits, value: float, variant: str = "free", key: str = "
 
 
 def flagged(fits: SubsetFits) -> list[dict[str, Any]]:
-    """The records of fits that ran but did not converge (at a bound, max_iter, unidentified), in order:
+    """The records of fits that ran but did not converge (at a bound, failed, unidentified), in order:
     kept in every summary number, so worth naming."""
     return [r for r in fits.records if r["status"] not in ("refused", "converged")]

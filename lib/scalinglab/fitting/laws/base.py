@@ -241,7 +241,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
         return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed)
     bound = _at_bound(prob, z)
     loose = _unidentified(prob, z)
-    status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "max_iter")
+    status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "failed")
     fit = LawFit(law, prob.params(z), status, obj, kind, delta, len(y), len(starts), rss=rss, at_bound=bound,
                  fixed=fixed, unidentified=loose)
     if n_boot:
