@@ -54,7 +54,7 @@ def test_consistency_needs_a_bootstrap(runs_and_fit):
 
 
 def test_envelope_line_fits_120_characters_and_says_what_was_dropped():
-    fit = SimpleNamespace(exponent=0.5879, ci=(0.308, 0.9056), d_exponent=0.4121, n_sizes=3, status="ok",
+    fit = SimpleNamespace(exponent=0.5879, ci=(0.308, 0.9056), d_exponent=0.4121, n_sizes=3, status="converged",
                           level=0.95, n_boot=1000, n_boot_failed=342)
     line = epoch.envelope_line("Kaplan sweep, grid", fit)
     assert line.startswith("Kaplan sweep, grid ")
@@ -62,6 +62,8 @@ def test_envelope_line_fits_120_characters_and_says_what_was_dropped():
     assert line.endswith("34% of resamples dropped")
     assert len(line) <= 120
     assert "dropped" not in epoch.envelope_line("x", SimpleNamespace(**{**vars(fit), "n_boot_failed": 0}))
+    assert "status" not in line
+    assert "status unidentified" in epoch.envelope_line("x", SimpleNamespace(**{**vars(fit), "status": "unidentified"}))
 
 
 def test_p_text_prints_tiny_p_values_as_the_floor():

@@ -50,7 +50,7 @@ def test_parabola_recovers_exact_minima_and_exponent():
     # The data are exactly quadratic, so only float round-off separates the vertex from the truth.
     np.testing.assert_allclose(opt["n_opt"], want, rtol=1e-8)
     fit = isoflop.fit_exponent(opt)
-    assert fit.status == "ok" and fit.n_budgets == 5 and fit.dropped == ()
+    assert fit.status == "converged" and fit.n_budgets == 5 and fit.dropped == ()
     assert fit.exponent == pytest.approx(0.6, abs=1e-9)
     assert fit.coef == pytest.approx(1e-3, rel=1e-6)
 
@@ -95,7 +95,7 @@ def test_too_few_sizes_and_too_few_budgets():
     # Two budgets determine a line exactly: an exponent but no interval.
     assert fit.n_budgets == 2 and np.isnan(fit.ci[0]) and len(fit.dropped) == 3
     one = isoflop.fit_exponent(opt.iloc[[0]])
-    assert one.status == "too_few_budgets" and np.isnan(one.exponent)
+    assert one.status == "unidentified" and np.isnan(one.exponent)
 
 
 def test_duplicate_runs_keep_the_lowest_loss():
@@ -313,7 +313,7 @@ def test_scatter_fit_needs_no_scatter_when_there_is_none():
     # REML puts τ at exactly 0 whenever RSS/(m−2) ≤ σ², i.e. with probability P(χ²₃ < 3) ≈ 0.61;
     # 0.4 is about 4 binomial sds (0.049 for 100 draws) below that
     assert np.mean(np.array(taus) == 0) > 0.4 and np.median(taus) < 0.03
-    assert isoflop.fit_exponent_scatter(flops[:2], [1.0, 2.0], np.eye(2)).status == "too_few_budgets"
+    assert isoflop.fit_exponent_scatter(flops[:2], [1.0, 2.0], np.eye(2)).status == "unidentified"
 
 
 def test_replicate_cells_say_which_side_of_the_budgets_best_size_a_point_is():

@@ -49,7 +49,7 @@ def test_recovers_the_exponent_and_reports_each_dropped_budget(tmp_path, capsys)
     e = g["exponent"]
     # Noiseless runs: the parabola's vertex misses N* by ~1.5%, but by nearly the same factor at every
     # budget, so a itself is recovered to ~1e-4; 0.005 leaves room for the bootstrap's weights.
-    assert e["status"] == "ok" and abs(e["a"] - A_TRUE) < 0.005
+    assert e["status"] == "converged" and abs(e["a"] - A_TRUE) < 0.005
     assert e["ci"][0] < e["a"] < e["ci"][1] and e["n_budgets"] == 7 and e["weighted"]
     assert g["n_runs"] == len(rows) and g["n_budgets"] == 9
     why = {d["flops"]: d["reason"] for d in g["dropped"]}
@@ -163,7 +163,7 @@ def test_every_source_gives_a_plausible_exponent(mirror, capsys, flagged):
         # which Porian et al. trace to his conventions). [0.35, 0.65] leaves room for digitisation noise
         # and small sweeps (Marin's families measure ~0.42-0.44) yet fails on Kaplan's 0.73, on a constant
         # N* (a = 0) and on N* ∝ C (a = 1), the usual results of mixing up columns or budgets.
-        assert e["status"] == "ok" and e["n_budgets"] >= 5, (exp, e)
+        assert e["status"] == "converged" and e["n_budgets"] >= 5, (exp, e)
         assert 0.35 < e["a"] < 0.65 and e["ci"][0] < e["a"] < e["ci"][1], (exp, e)
     # Llama 3's exp_loss is exp() of raw_loss on the same points: a monotone change of the loss scale
     # that bends each parabola a little but should hardly move its vertex (measured: 0.001 apart).

@@ -54,7 +54,7 @@ class Fitted:
     n_opt: Any = None
     l_min: Any = None
     k: int = 0
-    status: str = "ok"
+    status: str = "converged"
     result: Any = None
 
 
@@ -87,7 +87,7 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
         from scalinglab.fitting.varpro import fit_varpro
 
         f = fit_varpro(n, d, y, tol=1e-7)
-        predict, k, status = (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, "converged"
+        predict, k, status = (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, f.status
     else:
         from scalinglab.fitting import laws
 
@@ -163,9 +163,9 @@ def _approach2(estimator: str, t: pd.DataFrame) -> Fitted:
     frame = t.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
     with np.errstate(all="ignore"):
         fit = isoflop.fit_exponent(isoflop.budget_optima(frame, method=estimator), weighted=False)
-    if fit.status != "ok":
+    if fit.status != "converged":
         return Fitted(status=fit.status, result=fit)
-    return Fitted(n_opt=lambda c: float(fit.predict(c)), status="ok", k=2, result=fit)
+    return Fitted(n_opt=lambda c: float(fit.predict(c)), status="converged", k=2, result=fit)
 
 
 def fit_entry(law: str, estimator: str, t: pd.DataFrame, *, iso: bool, n_range, n_boot: int = 0,

@@ -19,6 +19,7 @@ import numpy as np
 from scalinglab.curves.laws import CHUNK_WIDTH, LAWS, Curve, CurveLaw, Prepared, get, prepare
 from scalinglab.errors import UserError
 from scalinglab.fitting.huber import HUBER_DELTA, huber
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 # the nonlinear parameters' screening grid and the linear ones' columns in the Jacobian
@@ -31,9 +32,11 @@ LINEAR = {"multipower": ("L0", "A", "B"), "tissue": ("L0", "A", "C"), "baseline"
 N_POLISH = 3
 
 
-@dataclass(frozen=True)
-class CurveFit:
-    """A curve law fitted to curves: its parameters, the Huber objective, which parameters sit on a bound."""
+@dataclass(frozen=True, repr=False)
+class CurveFit(FitResult):
+    """A curve law fitted to curves: its parameters, the Huber objective, which parameters sit on a bound.
+    A point fit: its standard errors and intervals are NaN; ``curves.bootstrap`` resamples blocks of a curve
+    and ``curves.calibration`` holds out whole schedules for intervals that mean something."""
 
     law: str
     params: dict[str, float]
@@ -49,11 +52,21 @@ class CurveFit:
     def theta(self) -> np.ndarray:
         return np.array([self.params[k] for k in LAWS[self.law].params])
 
+    _scale = ("A", "B")
+
     @property
     def status(self) -> str:
-        if self.at_bound:
-            return f"at bound: {', '.join(self.at_bound)}"
-        return "stopped at the evaluation cap" if self.extra.get("stopped") else "converged"
+        """converged | at_bound (``at_bound`` names which) | failed (stopped at the evaluation cap)."""
+        if self.extra.get("stopped"):
+            return "failed"
+        return "at_bound" if self.at_bound else "converged"
+
+    @property
+    def reason(self) -> str:
+        """The status in words: which parameters sit on a bound, or that the solver hit its evaluation cap."""
+        if self.extra.get("stopped"):
+            return "stopped at the evaluation cap"
+        return f"at bound: {', '.join(self.at_bound)}" if self.at_bound else "converged"
 
     def predict(self, curve: Curve | Prepared) -> np.ndarray:
         p = curve if isinstance(curve, Prepared) else prepare(curve, warmup_in_sum=self.warmup_in_sum)
@@ -63,7 +76,7 @@ class CurveFit:
         ps = ", ".join(f"{k} = {v:.4g}" for k, v in self.params.items())
         return (f"{self.law} law ({LAWS[self.law].citation}) on {len(self.curves)} curve(s), {self.n_points} "
                 f"points\n{ps}\nHuber objective (δ = {self.delta:g}, log loss) {self.objective:.4g}; "
-                f"{self.status}")
+                f"{self.reason}")
 
     def to_dict(self) -> dict:
         return to_jsonable(dict(law=self.law, params=self.params, objective=self.objective, n_points=self.n_points,

@@ -54,7 +54,7 @@ def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, 
                 store[(width, rep, law)] = (fit, boot, cal)
             for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot, cal)):
                 rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
-                                 status=fit.status, block=boot.block if boot else None,
+                                 status=fit.reason, block=boot.block if boot else None,
                                  cal_half_width=cal.calibration.half_width, **p.to_dict()))
     return rows
 

@@ -19,6 +19,7 @@ import pandas as pd
 from scalinglab.errors import UserError
 from scalinglab.fitting import laws as registry
 from scalinglab.fitting.laws import Law, LawFit, Param, fit_law
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 
@@ -66,9 +67,11 @@ def check_accuracy(acc, where: str) -> np.ndarray:
     return acc
 
 
-@dataclass(frozen=True)
-class ChainFit:
-    """A fitted chain for one task: step 1 (N, D) → loss, step 2 loss → accuracy, and the ladder's loss range."""
+@dataclass(frozen=True, repr=False)
+class ChainFit(FitResult):
+    """A fitted chain for one task: step 1 (N, D) → loss, step 2 loss → accuracy, and the ladder's loss range.
+    Its parameters are both steps', prefixed ``loss.`` and ``acc.``, with each step's own standard errors and
+    intervals; its status is the worse of the two steps'."""
 
     task: str
     step1: LawFit
@@ -78,6 +81,36 @@ class ChainFit:
     n_runs: int
     n_checkpoints: int
     runs: tuple[str, ...] = field(default=())
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {**{f"loss.{k}": v for k, v in self.step1.params.items()},
+                **{f"acc.{k}": v for k, v in self.step2.params.items()}}
+
+    @property
+    def status(self) -> str:
+        order = ("failed", "unidentified", "at_bound", "converged")
+        return min((self.step1.status, self.step2.status), key=order.index)
+
+    def _step(self, name: str):
+        prefix, key = name.split(".", 1)
+        return (self.step1 if prefix == "loss" else self.step2), key
+
+    def _se(self, name: str) -> float:
+        step, key = self._step(name)
+        return float(step.bse.get(key, float("nan")))
+
+    def _interval(self, name: str, level: float) -> tuple[float, float]:
+        step, key = self._step(name)
+        if step.bootstrap is None:
+            return (float("nan"), float("nan"))
+        return tuple(step.conf_int(level).get(key, (float("nan"), float("nan"))))
+
+    @property
+    def bse_log(self) -> dict[str, float]:
+        logs = {f"loss.{k}": v for k, v in self.step1.bse_log.items()}
+        logs.update({f"acc.{k}": v for k, v in self.step2.bse_log.items()})
+        return {k: float(logs.get(k, float("nan"))) for k in self.params}
 
     def predict_loss(self, n, d) -> np.ndarray:
         return self.step1.predict({"n": np.atleast_1d(np.asarray(n, float)), "d": np.atleast_1d(np.asarray(d, float))})

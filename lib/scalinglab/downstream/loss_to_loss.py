@@ -18,6 +18,7 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.laws import Law, Param, fit_law
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 
@@ -60,9 +61,11 @@ SHIFTED_POWER = Law(
     predict=_shifted)
 
 
-@dataclass(frozen=True)
-class LossToLoss:
-    """A fitted loss-to-loss law with the pairs it was fitted on."""
+@dataclass(frozen=True, repr=False)
+class LossToLoss(FitResult):
+    """A fitted loss-to-loss law with the pairs it was fitted on. A point fit: the floors E0 (and E1, unless
+    fitted) are given, and no resampling is stored, so its standard errors and intervals are NaN: not known,
+    never zero."""
 
     source: str
     target: str
@@ -75,6 +78,17 @@ class LossToLoss:
     e1_fitted: bool = False
     x: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     y: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+
+    _scale = ("K",)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"kappa": self.kappa, "K": self.K, "E0": self.E0, "E1": self.E1}
+
+    @property
+    def status(self) -> str:
+        # The fit raises when it fails; a finite line is a converged one.
+        return "converged" if np.isfinite(self.kappa) and np.isfinite(self.K) else "failed"
 
     def predict(self, L0) -> np.ndarray:
         return self.K * np.maximum(np.asarray(L0, float) - self.E0, 1e-12) ** self.kappa + self.E1

@@ -73,7 +73,7 @@ class IsoflopGroup:
             else:
                 lines.append(f"  {b['flops']:>10.3g} {b['n_points']:>6} {'-':>11}   dropped: {b['note']}")
         e = res["exponent"]
-        if e["status"] != "ok":
+        if e["status"] != "converged":
             lines.append(f"  a: not fitted ({e['n_budgets']} usable budgets, needs 2); status {e['status']}")
             return "\n".join(lines)
         ci = (f"{level:.0%} interval [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"][0] is not None
@@ -255,7 +255,7 @@ class EnvelopeGroup:
                      f"checkpoints; {res['n_points']} of {res['n_envelope_points']} envelope points fitted"
                      f"{dropped}, {res['n_sizes']} sizes among them{failed}")
         a, b = res["exponent"], res["d_exponent"]
-        if res["status"] != "ok":
+        if res["status"] != "converged":
             lines.append(f"  a, b: not fitted; status {res['status']}")
         else:
             lines.append(f"  a = {a['a']:.3f}, {_interval(a['ci'], level)}; "

@@ -52,6 +52,7 @@ import pandas as pd
 
 from scalinglab.errors import UserError, row_name
 from scalinglab.fitting.options import check_resample_count
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 METHODS = ("grid", "hull")
@@ -256,8 +257,8 @@ def _hull_frame(curves: pd.DataFrame, runs: _Runs, subset: np.ndarray | None = N
     return points
 
 
-@dataclass(frozen=True)
-class EnvelopeFit:
+@dataclass(frozen=True, repr=False)
+class EnvelopeFit(FitResult):
     """N_opt = coef · C^exponent and D_opt = d_coef · C^d_exponent from a training-curve envelope."""
 
     exponent: float                 # a
@@ -267,7 +268,7 @@ class EnvelopeFit:
     d_ci: tuple[float, float]
     d_coef: float
     method: str
-    status: str = "ok"              # ok | too_few_points | single_size
+    status: str = "converged"       # converged | unidentified (too few points or one size: ``reason``)
     n_points: int = 0               # envelope points in the fit
     n_edge: int = 0                 # edge points (left out when drop_edges)
     n_sizes: int = 0                # distinct model sizes among the fitted optima
@@ -281,6 +282,23 @@ class EnvelopeFit:
     # resample i draws the same runs in any fit, so two fits' rows can be paired (pearce_song does).
     boot_draw: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int), repr=False, compare=False)
     points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    reason: str = ""
+
+    _scale = ("coef", "d_coef")
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"a": self.exponent, "coef": self.coef, "b": self.d_exponent, "d_coef": self.d_coef}
+
+    def _draws(self) -> dict[str, np.ndarray]:
+        if len(self.boot) == 0:
+            return {}
+        a, b, ka, kb = self.boot.T
+        return {"a": a, "b": b, "coef": np.exp(ka), "d_coef": np.exp(kb)}
+
+    def predict(self, flops):
+        """N_opt at compute ``flops``; ``d_opt`` gives the tokens."""
+        return self.n_opt(flops)
 
     def to_dict(self) -> dict:
         """JSON-ready: the exponents as every report shapes them (``exponent``: a, ci, coef; ``d_exponent``:
@@ -293,8 +311,8 @@ class EnvelopeFit:
 
     def summary(self) -> str:
         """Two lines: a and b with their intervals (or why they were not fitted)."""
-        if self.status != "ok":
-            return f"a, b: not fitted; status {self.status}"
+        if self.status != "converged":
+            return f"a, b: not fitted ({self.reason}); status {self.status}"
 
         def iv(ci):
             return f"{self.level:.0%} interval [{ci[0]:.3f}, {ci[1]:.3f}]" if np.isfinite(ci[0]) else "no interval"
@@ -338,16 +356,17 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def _fit_points(points: pd.DataFrame, drop_edges: bool) -> tuple[str, tuple[float, float, float, float], pd.Series]:
+    """(why the lines cannot be fitted, "" when they can; a, log coef, b, log d_coef; the points used)."""
     used = ~points["edge"] if drop_edges else pd.Series(True, index=points.index)
     sub = points[used]
     if len(sub) < 2:
-        return "too_few_points", (np.nan,) * 4, used
+        return f"{len(sub)} envelope point(s): a line needs 2", (np.nan,) * 4, used
     if sub["n"].nunique() < 2:
-        return "single_size", (np.nan,) * 4, used
+        return "every envelope point has one model size: N_opt cannot vary with C", (np.nan,) * 4, used
     x = np.log(sub["flops"].to_numpy())
     a, ka = _ols(x, np.log(sub["n"].to_numpy()))
     b, kb = _ols(x, np.log(sub["tokens"].to_numpy()))
-    return "ok", (a, ka, b, kb), used
+    return "", (a, ka, b, kb), used
 
 
 def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOptions(), *, run_col: str = "run",
@@ -367,14 +386,15 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
         points = _grid_envelope(runs, log_c, losses)
     else:
         points = _hull_frame(curves, runs)
-    status, (a, ka, b, kb), used = _fit_points(points, options.drop_edges)
+    reason, (a, ka, b, kb), used = _fit_points(points, options.drop_edges)
+    status = "unidentified" if reason else "converged"
     points = points.assign(used=used.to_numpy())
 
     boot, draws, failed = _bootstrap(curves, runs, options, losses if options.method == "grid" else None,
                               log_c if options.method == "grid" else None)
     half = (1 - options.level) / 2
     ci = d_ci = (np.nan, np.nan)
-    if status == "ok" and len(boot):
+    if status == "converged" and len(boot):
         ci = tuple(float(q) for q in np.quantile(boot[:, 0], [half, 1 - half]))
         d_ci = tuple(float(q) for q in np.quantile(boot[:, 1], [half, 1 - half]))
     fitted = points[points["used"]]
@@ -382,7 +402,7 @@ def fit_envelope(curves: pd.DataFrame, options: EnvelopeOptions = EnvelopeOption
                        method=options.method, status=status, n_points=int(len(fitted)),
                        n_edge=int(points["edge"].sum()), n_sizes=int(fitted["n"].nunique()),
                        n_runs=len(runs.names), level=options.level, n_boot=options.n_boot, n_boot_failed=failed,
-                       boot=boot, boot_draw=draws, points=points)
+                       boot=boot, boot_draw=draws, points=points, reason=reason)
 
 
 def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, losses: np.ndarray | None,
@@ -404,8 +424,8 @@ def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, loss
                 failed += 1
                 continue
             points = _hull_frame(curves, runs, subset)
-        status, (a, ka, b, kb), _ = _fit_points(points, options.drop_edges)
-        if status != "ok":
+        reason, (a, ka, b, kb), _ = _fit_points(points, options.drop_edges)
+        if reason:
             failed += 1
             continue
         out.append((a, b, ka, kb))

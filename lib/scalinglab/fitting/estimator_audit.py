@@ -118,7 +118,7 @@ def _approach2(table, method: str, n_boot: int, seed: int, noise=None) -> tuple[
         except UserError:
             return (np.nan, np.nan, np.nan)
         fit = isoflop.fit_exponent(opt, weighted=n_boot > 0)
-    return (fit.exponent, *fit.ci) if fit.status == "ok" else (np.nan, np.nan, np.nan)
+    return (fit.exponent, *fit.ci) if fit.status == "converged" else (np.nan, np.nan, np.nan)
 
 
 def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.wls import wls_line
+from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.wls import t_quantile, wls_line
 from scalinglab.serialization import to_jsonable
 
 
@@ -47,7 +48,8 @@ def fit_exponent_scatter(flops, log_n_opt, cov, level: float = 0.95) -> IsoflopF
     cov = np.asarray(cov, float)
     m = len(y)
     if m < 3:
-        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, m, status="too_few_budgets", flops=tuple(flops))
+        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, m, status="unidentified", flops=tuple(flops),
+                          reason=f"{m} budgets: a line with a scatter term needs 3", level=level)
     X = np.column_stack([np.ones(m), x - x.mean()])  # centred: the slope's normal equations stay well conditioned
 
     def gls(tau2):
@@ -71,25 +73,43 @@ def fit_exponent_scatter(flops, log_n_opt, cov, level: float = 0.95) -> IsoflopF
     a = float(beta[1])
     return IsoflopFit(exponent=a, ci=(a - half, a + half), coef=float(np.exp(beta[0] - a * x.mean())), n_budgets=m,
                       weighted=True, flops=tuple(float(c) for c in flops), se=se, df_resid=float(m - 2),
-                      tau=float(np.sqrt(tau2)))
+                      tau=float(np.sqrt(tau2)), level=level)
 
 
-@dataclass(frozen=True)
-class IsoflopFit:
+@dataclass(frozen=True, repr=False)
+class IsoflopFit(FitResult):
     """N*(C) = coef · C^exponent, fitted in log space by weighted least squares."""
 
     exponent: float
-    ci: tuple[float, float]          # the exponent's interval at the level asked (WLS t interval, `wls_line`)
+    ci: tuple[float, float]          # the exponent's interval at ``level`` (WLS t interval, `wls_line`)
     coef: float
     n_budgets: int                   # budgets used in the fit
     dropped: tuple[tuple[float, str], ...] = ()   # (budget, reason) for each budget left out
-    status: str = "ok"               # ok | too_few_budgets
+    status: str = "converged"        # converged | unidentified (fewer budgets than the line needs: ``reason``)
     weighted: bool = False
     r2: float = float("nan")
     flops: tuple[float, ...] = field(default=(), repr=False)
     se: float = float("nan")         # standard error of the exponent (NaN with two budgets)
     df_resid: float = float("nan")   # residual degrees of freedom behind ``ci``: budgets − 2
     tau: float = float("nan")        # fit_exponent_scatter: the budgets' scatter beyond their replicates' noise
+    reason: str = ""
+    level: float = 0.95
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"a": self.exponent, "coef": self.coef}
+
+    def _se(self, name: str) -> float:
+        # The coefficient's SE depends on where log C is centred; only the slope's is reported.
+        return self.se if name == "a" else float("nan")
+
+    def _interval(self, name: str, level: float) -> tuple[float, float]:
+        if name != "a" or not np.isfinite(self.se) or not self.df_resid >= 1:
+            return (float("nan"), float("nan"))
+        if abs(level - self.level) < 1e-12:
+            return tuple(self.ci)
+        half = t_quantile((1 + level) / 2, int(self.df_resid)) * self.se
+        return (self.exponent - half, self.exponent + half)
 
     def predict(self, flops):
         """N*(C) for compute ``flops`` (scalar or array)."""
@@ -102,9 +122,9 @@ class IsoflopFit:
 
     def summary(self) -> str:
         """One line: a with its interval, the coefficient, how many budgets, and how it was fitted."""
-        if self.status != "ok":
-            return f"a: not fitted ({self.n_budgets} usable budgets, needs 2); status {self.status}"
-        ci = (f"95% interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if np.isfinite(self.ci[0])
+        if self.status != "converged":
+            return f"a: not fitted ({self.reason or f'{self.n_budgets} usable budgets'}); status {self.status}"
+        ci = (f"{self.level:.0%} interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if np.isfinite(self.ci[0])
               else "no interval from 2 budgets")
         kind = "WLS, weights 1/var(log N_opt)" if self.weighted else "unweighted least squares"
         return f"a = {self.exponent:.3f}, {ci}; N_opt = {self.coef:.3g}·C^a; {self.n_budgets} budgets, {kind}"
@@ -131,15 +151,16 @@ def fit_exponent(optima: pd.DataFrame, weighted: bool = True, level: float = 0.9
     sd = used["log_n_opt_sd"].to_numpy(float) if "log_n_opt_sd" in used else np.full(len(used), np.nan)
     use_weights = bool(weighted and len(used) and np.all(np.isfinite(sd)) and np.all(sd > 0))
     if len(used) < 2:
-        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, len(used), tuple(dropped), "too_few_budgets",
-                          use_weights, flops=tuple(used["flops"]))
+        return IsoflopFit(np.nan, (np.nan, np.nan), np.nan, len(used), tuple(dropped), "unidentified",
+                          use_weights, flops=tuple(used["flops"]), level=level,
+                          reason=f"{len(used)} usable budgets, a line needs 2")
     x = np.log(used["flops"].to_numpy(float))
     y = np.log(used["n_opt"].to_numpy(float))
     line = wls_line(x, y, 1 / sd**2 if use_weights else None, level)
     return IsoflopFit(
         exponent=line.slope, ci=line.ci, coef=float(np.exp(line.intercept)),
-        n_budgets=len(used), dropped=tuple(dropped), status="ok", weighted=use_weights,
-        r2=line.r2, flops=tuple(used["flops"]), se=line.se, df_resid=float(len(used) - 2),
+        n_budgets=len(used), dropped=tuple(dropped), status="converged", weighted=use_weights,
+        r2=line.r2, flops=tuple(used["flops"]), se=line.se, df_resid=float(len(used) - 2), level=level,
     )
 
 

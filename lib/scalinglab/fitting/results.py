@@ -20,6 +20,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.options import FitOptions, min_rows, parametrisation
+from scalinglab.fitting.protocol import STATUSES  # noqa: F401  (re-exported: the one status vocabulary)
 from scalinglab.serialization import to_jsonable
 
 # Below this share of the predicted loss at every run, a term moves no residual: its parameters have no
@@ -30,8 +31,6 @@ NEGLIGIBLE_TERM = 1e-6
 # grid while a, b and the allocation are well determined; the summary says so beside the number.
 WEAK_SE_LOG = 1.0
 WEAK_REL_SE = 0.5
-# The one status vocabulary of fit results.
-STATUSES = ("converged", "at_bound", "unidentified", "failed")
 
 
 class ReplicateSpread:

@@ -20,12 +20,13 @@ covariance of the five parameters (the residual variance estimated on n − 5 de
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.protocol import FitResult
 
 # The 7 non-empty active sets of (E, A, B).
 _SUBSETS = [s for k in (1, 2, 3) for s in itertools.combinations(range(3), k)]
@@ -99,9 +100,10 @@ def _profile(alpha, beta, logN, logD, L, nonneg: bool) -> tuple[np.ndarray, np.n
     return best_rss, best / scale
 
 
-@dataclass(frozen=True)
-class VarproFit:
-    """The least-squares law found by variable projection, with a Wald interval for a."""
+@dataclass(frozen=True, repr=False)
+class VarproFit(FitResult):
+    """The least-squares law found by variable projection, with Wald intervals (the Gauss-Newton covariance
+    at the optimum; NaN with a coefficient on its bound, where the Wald form does not apply)."""
 
     law: ScalingLaw
     rss: float                 # Σ((L̂ − L)/L)²
@@ -109,6 +111,34 @@ class VarproFit:
     n_evals: int               # (α, β) pairs profiled
     a_se: float                # delta-method standard error of a = β/(α+β); NaN when not estimable
     level: float = 0.95
+    # s²(JᵀJ)⁻¹ of (E, A, B, alpha, beta); None when not estimable.
+    cov: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    _scale = ("A", "B")
+
+    @property
+    def params(self) -> dict[str, float]:
+        return dict(self.law.params)
+
+    @property
+    def status(self) -> str:
+        if not np.isfinite(self.rss):
+            return "failed"
+        return "at_bound" if min(self.law.E, self.law.A, self.law.B) <= 0 else "converged"
+
+    def _se(self, name: str) -> float:
+        if self.cov is None:
+            return float("nan")
+        i = list(self.law.params).index(name)
+        return float(np.sqrt(max(self.cov[i, i], 0.0)))
+
+    def _interval(self, name: str, level: float) -> tuple[float, float]:
+        half = _z(level) * self._se(name)
+        return (self.params[name] - half, self.params[name] + half)
+
+    def predict(self, inputs) -> np.ndarray:
+        """The loss at ``{"n": N, "d": D}``, as ``LawFit.predict`` takes them."""
+        return self.law.loss(np.asarray(inputs["n"], float), np.asarray(inputs["d"], float))
 
     @property
     def a(self) -> float:
@@ -199,20 +229,27 @@ def fit_varpro(N, D, L, *, step: float = 0.05, tol: float = 1e-9, level: float =
     logN, logD = np.log(N), np.log(D)
     al, be, (E, A, B), rss, evals = search(logN, logD, L, step=step, tol=tol, tied=tied)
     law = ScalingLaw(E=float(E), A=float(A), B=float(B), alpha=al, beta=be)
-    return VarproFit(law=law, rss=rss, n_rows=len(L), n_evals=evals,
-                     a_se=np.nan if tied else _a_se(law, logN, logD, L, rss), level=level)
+    cov = None if tied else _wald_cov(law, logN, logD, L, rss)
+    return VarproFit(law=law, rss=rss, n_rows=len(L), n_evals=evals, a_se=_a_se(law, cov), level=level, cov=cov)
 
 
-def _a_se(law: ScalingLaw, logN, logD, L, rss: float) -> float:
-    """Delta-method SE of a from the Gauss-Newton covariance s²(JᵀJ)⁻¹ of (E, A, B, α, β)."""
+def _wald_cov(law: ScalingLaw, logN, logD, L, rss: float) -> np.ndarray | None:
+    """The Gauss-Newton covariance s²(JᵀJ)⁻¹ of (E, A, B, α, β) in relative residuals; None with a
+    coefficient on its bound (the Wald form does not apply) or too few rows."""
     n = len(L)
-    if n <= 5 or min(law.E, law.A, law.B) <= 0:  # a coefficient on its bound: the Wald form does not apply
-        return float("nan")
+    if n <= 5 or min(law.E, law.A, law.B) <= 0:
+        return None
     tA, tB = np.exp(-law.alpha * logN), np.exp(-law.beta * logD)
     J = np.column_stack([np.ones(n), tA, tB, -law.A * logN * tA, -law.B * logD * tB]) / L[:, None]
     try:
-        cov = (rss / (n - 5)) * np.linalg.inv(J.T @ J)
+        return (rss / (n - 5)) * np.linalg.inv(J.T @ J)
     except np.linalg.LinAlgError:
+        return None
+
+
+def _a_se(law: ScalingLaw, cov: np.ndarray | None) -> float:
+    """Delta-method SE of a = β/(α+β) from the covariance of (E, A, B, α, β)."""
+    if cov is None:
         return float("nan")
     s = law.alpha + law.beta
     grad = np.array([0, 0, 0, -law.beta / s**2, law.alpha / s**2])

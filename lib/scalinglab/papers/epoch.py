@@ -72,11 +72,13 @@ def consistency(laws: Mapping[str, ScalingLaw], fit: LawFit, N, D, L) -> pd.Data
 
 
 def envelope_line(name: str, fit, name_width: int = 32) -> str:
-    """``name``, a with its interval, b, the number of sizes and the status of an ``envelope.EnvelopeFit``.
+    """``name``, a with its interval, b, the number of sizes and the status of an ``envelope.EnvelopeFit``
+    (shown where it is not ``converged``: the line stays within 120 characters).
 
     Resamples left with fewer than two sizes among their optima are dropped, so the interval is conditional
     on the rest; the line says what share that was when there were any."""
     dropped = f", {fit.n_boot_failed / fit.n_boot:.0%} of resamples dropped" if fit.n_boot_failed else ""
     level = f"{fit.level:.0%}"
+    status = "" if fit.status == "converged" else f", status {fit.status}"
     return (f"{name:<{name_width}} a = {fit.exponent:.3f} ({level} {fit.ci[0]:.3f}, {fit.ci[1]:.3f})  "
-            f"b = {fit.d_exponent:.3f}  {fit.n_sizes} sizes, status {fit.status}{dropped}")
+            f"b = {fit.d_exponent:.3f}  {fit.n_sizes} sizes{status}{dropped}")

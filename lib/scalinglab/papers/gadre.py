@@ -49,6 +49,7 @@ from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.predictions import predict as predict_runs
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 PARAMS = ("E", "A", "B", "alpha")
@@ -133,15 +134,17 @@ class OvertrainingLaw:
         return p["E"] + (p["a"] * M**self.eta + p["b"] * M**-self.eta) * C**-self.eta
 
 
-@dataclass(frozen=True)
-class OvertrainingFit(OvertrainingLaw):
+@dataclass(frozen=True, repr=False)
+class OvertrainingFit(OvertrainingLaw, FitResult):
     """A fitted ``OvertrainingLaw`` with how it was found.
 
     ``status``: ``converged`` (the best start's solver reported success and
-    the parameters are physical), ``unphysical`` (it converged, but to E < 0,
+    the parameters are physical), ``unidentified`` (it converged, but to E < 0,
     A or B ≤ 0 or α ≤ 0: their fit has no bounds, so the least-squares optimum
     can sit there; ``unphysical`` names which, and the law still predicts),
     or ``failed`` (no start converged within ``maxfev``; parameters are NaN).
+    A point fit, as theirs: its standard errors and intervals are NaN (the
+    scoreboard's calibration resamples model sizes for intervals).
     ``sse`` is the sum of squared loss residuals over the ``n_rows`` fitted runs.
     """
 
@@ -152,6 +155,25 @@ class OvertrainingFit(OvertrainingLaw):
     n_starts: int = 0
     n_failed_starts: int = 0
     options: OvertrainingOptions = field(default_factory=OvertrainingOptions)
+
+    _scale = ("A", "B")
+    __repr__ = FitResult.__repr__
+
+    @property
+    def reason(self) -> str:
+        if self.status == "unidentified":
+            return "the optimum is unphysical in " + ", ".join(self.unphysical)
+        return "no start converged" if self.status == "failed" else ""
+
+    def predict(self, inputs) -> np.ndarray:
+        """The loss at ``{"n": N, "d": D}``, as ``LawFit.predict`` takes them."""
+        return self.loss(inputs["n"], inputs["d"])
+
+    def summary(self) -> str:
+        p = self.paper_params()
+        return (f"Gadre et al.'s law on {self.n_rows} runs: E = {self.E:.4g}, A = {self.A:.4g}, B = {self.B:.4g}, "
+                f"alpha = beta = {self.alpha:.4f} (L(C, M): a = {p['a']:.4g}, b = {p['b']:.4g}, "
+                f"eta = {p['eta']:.4f}); status {self.status}" + (f" ({self.reason})" if self.reason else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable({**self.params, "paper": self.paper_params(), "a": float(self.a), "status": self.status,
@@ -243,7 +265,7 @@ def fit_overtraining_law(table, n_col: str = "N", d_col: str | None = "D", loss_
     alpha = -p
     law = dict(E=E, A=k_N, B=k_D * 6.0 ** (p / 2.0), alpha=alpha)
     bad = tuple(k for k, v in law.items() if (v < 0 if k == "E" else v <= 0))
-    return OvertrainingFit(**law, status="unphysical" if bad else "converged", unphysical=bad, sse=best_sse,
+    return OvertrainingFit(**law, status="unidentified" if bad else "converged", unphysical=bad, sse=best_sse,
                            **common)
 
 

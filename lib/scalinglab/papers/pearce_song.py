@@ -176,7 +176,7 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
     ft = envelope.fit_envelope(curves, options)
     fk = envelope.fit_envelope(kaplan, options, flops_col=None)
     ci, d, draws = _paired(ft.boot[:, 0], ft.boot_draw, fk.boot[:, 0], fk.boot_draw, options.level)
-    status = next((f.status for f in (ft, fk) if f.status != "ok"), "ok")
+    status = next((f.status for f in (ft, fk) if f.status != "converged"), "ok")
     by_run = curves.assign(run=curves["run"].astype(str)).groupby("run")   # fit points carry str run ids
     share = (1 - by_run[n_kaplan].first() / by_run["n"].first()).to_dict()
     used = ft.points[ft.points["used"]].sort_values("flops")

@@ -46,6 +46,7 @@ import pandas as pd
 
 from scalinglab.accounting.conventions import OPENLM_SEQ_LEN, openlm_params
 from scalinglab.errors import DataError, UserError
+from scalinglab.fitting.protocol import FitResult
 from scalinglab.serialization import to_jsonable
 
 # Kaplan et al. 2020 (Section 2): 3000 warmup steps of 512 sequences × 1024 tokens; Porian et al.'s "long" warmup.
@@ -150,14 +151,15 @@ FORMS = {"hinge": 1, "quadratic": 2}   # the power of max(0, x − knot) in each
 WEIGHTS = ("rows", "shapes")
 
 
-@dataclass(frozen=True)
-class PenaltyFit:
+@dataclass(frozen=True, repr=False)
+class PenaltyFit(FitResult):
     """penalty = slope · max(0, x − knot)^p for one warmup: p = 1 (``form="hinge"``, zero below ``knot``,
     then linear in x) or p = 2 (``form="quadratic"``, zero below ``knot``, then rising smoothly).
 
     x is a share of training (``warmup_fraction`` by default), so for the hinge ``slope``/100 is nats per
     percentage point. ``knot_ci``, ``slope_ci`` and :meth:`interval` come from a bootstrap over model shapes
-    (``groups``); ``status`` is ``ok`` or ``too_few`` (fewer than 3 groups or 3 distinct x: no onset to fit).
+    (``groups``); ``status`` is ``converged`` or ``unidentified`` (fewer than 3 groups or 3 distinct x: no onset
+    to fit).
     ``weight`` is ``rows`` (every run counts once) or ``shapes`` (each run 1/(runs of its shape), so every
     shape counts once whatever its number of head-count variants); ``rmse`` is weighted the same way.
     """
@@ -174,7 +176,7 @@ class PenaltyFit:
     slope_ci: tuple[float, float] = (np.nan, np.nan)
     level: float = 0.95
     n_boot: int = 0
-    status: str = "ok"
+    status: str = "converged"
     form: str = "hinge"
     weight: str = "rows"
     boot: np.ndarray = field(default_factory=lambda: np.empty((0, 2)), repr=False, compare=False)
@@ -182,6 +184,25 @@ class PenaltyFit:
     @property
     def power(self) -> int:
         return FORMS[self.form]
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"knot": self.knot, "slope": self.slope}
+
+    def _draws(self) -> dict[str, np.ndarray]:
+        return {"knot": self.boot[:, 0], "slope": self.boot[:, 1]} if len(self.boot) else {}
+
+    def summary(self) -> str:
+        if self.status != "converged":
+            return (f"warmup {self.warmup}: no onset fitted ({self.n_groups} shapes on {self.n_rows} runs; "
+                    f"needs 3 shapes and 3 distinct {self.x}); status {self.status}")
+        def iv(ci):
+            return f" [{ci[0]:.4g}, {ci[1]:.4g}]" if np.isfinite(ci[0]) else ""
+
+        return (f"warmup {self.warmup}: penalty = {self.slope:.4g}{iv(self.slope_ci)} · max(0, {self.x} − "
+                f"{self.knot:.4g}{iv(self.knot_ci)})^{self.power} ({self.form}, {self.weight} weighted; "
+                f"{self.n_groups} shapes, {self.n_rows} runs, rmse {self.rmse:.3g}; {self.level:.0%} intervals "
+                f"over shapes)")
 
     def predict(self, x):
         return self.slope * np.maximum(0.0, np.asarray(x, float) - self.knot) ** self.power
@@ -261,7 +282,7 @@ def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction
     common = dict(warmup=int(warmup), x=x, n_rows=len(rows), n_groups=n_groups, x_range=x_range, level=level,
                   form=form, weight=weight)
     if n_groups < 3 or np.unique(xv).size < 3:
-        return PenaltyFit(knot=np.nan, slope=np.nan, rmse=np.nan, status="too_few", **common)
+        return PenaltyFit(knot=np.nan, slope=np.nan, rmse=np.nan, status="unidentified", **common)
     if knot is None:
         knots = np.linspace(0.0, np.sort(np.unique(xv))[-2], n_knots)
     else:

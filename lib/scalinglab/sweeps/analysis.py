@@ -51,7 +51,7 @@ def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_
     fit = _isoflop_fit(db_path, method, n_boot, window)
     if isinstance(fit, str):
         return dict(a=None, ci=None, reason=fit)
-    if fit.status != "ok" or not math.isfinite(fit.exponent):
+    if fit.status != "converged" or not math.isfinite(fit.exponent):
         return dict(a=None, ci=None, reason=f"{fit.status}: {fit.n_budgets} budget(s) with an interior optimum",
                     dropped=[list(d) for d in fit.dropped])
     ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
@@ -91,7 +91,7 @@ def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | 
     out = []
     for rep, pts in points.groupby("replicate"):
         fit = _isoflop_fit(db_path, method, ISOFLOP_BOOT, window, points=pts, noise=noise)
-        if isinstance(fit, str) or fit.status != "ok":
+        if isinstance(fit, str) or fit.status != "converged":
             out.append(dict(replicate=int(rep), a=None, reason=fit if isinstance(fit, str) else fit.status))
         else:
             out.append(dict(replicate=int(rep), a=round(fit.exponent, 4), n_budgets=fit.n_budgets))
@@ -239,8 +239,8 @@ def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
     fit = _envelope_fit(db_path, n_boot)
     if isinstance(fit, str):
         return dict(a=None, ci=None, reason=fit)
-    if fit.status != "ok":
-        return dict(a=None, ci=None, reason=fit.status)
+    if fit.status != "converged":
+        return dict(a=None, ci=None, reason=f"{fit.status}: {fit.reason}")
     ci = [None if not math.isfinite(x) else round(x, 4) for x in fit.ci]
     return dict(a=round(fit.exponent, 4), ci=ci, n_sizes=fit.n_sizes, method="grid, edges dropped",
                 n_boot=n_boot, n_boot_failed=fit.n_boot_failed)
@@ -296,7 +296,7 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
 
     def unavailable(fits) -> str:
         why = [(Path(db).stem, f if isinstance(f, str) else f.status) for db, f in zip((db_a, db_b), fits)]
-        return "; ".join(f"{name}: {w}" for name, w in why if w != "ok")
+        return "; ".join(f"{name}: {w}" for name, w in why if w != "converged")
 
     out = {}
     shared = {Path(db).stem: budget_sharing(db)["shared_runs"] for db in (db_a, db_b)}
