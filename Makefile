@@ -44,15 +44,16 @@ endif
 
 # Each notebook runs once: nbval executes it in the smoke profile and compares its checked cells, then
 # tests/test_notebooks.py checks what that run wrote (summary.json keys, figures) instead of running it again.
-# The unit tests and nbval run side by side, one core each (BLAS on one thread: two lanes of two-thread
-# OpenBLAS thrash on two cores), and report in turn; nbval-portable covers the other thread counts.
+# nbval and the unit tests run side by side, and the unit tests are spread over two workers (pytest-xdist):
+# three lanes share two cores, so the longer unit suite takes the core nbval frees when it ends. BLAS runs on
+# one thread (lanes of multi-thread OpenBLAS thrash on two cores); nbval-portable covers other thread counts.
 test: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
 	@results=$$(mktemp -d); \
 	( SCALINGLAB_PROFILE=smoke SCALINGLAB_RESULTS=$$results OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q \
 	    -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS) > $$results/nbval.log 2>&1; \
 	  echo $$? > $$results/nbval.rc ) & \
-	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q tests -m "not notebook"; unit=$$?; wait; \
+	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 tests -m "not notebook"; unit=$$?; wait; \
 	echo "== nbval (smoke profile)"; cat $$results/nbval.log; \
 	test $$unit = 0 && test "$$(cat $$results/nbval.rc)" = 0 && \
 	SCALINGLAB_NOTEBOOK_RESULTS=$$results $(PY) -m pytest -q tests/test_notebooks.py -m notebook

@@ -114,7 +114,7 @@ def test_smoke_ladder_exports_float16_models_that_score_like_the_float32_ones(ca
     assert np.isfinite([m["val_loss"] for m in manifest["models"]]).all()
 
 
-def test_export_refuses_a_database_with_nothing_finished(tmp_path):
+def test_export_refuses_a_database_with_nothing_finished(tmp_path, mirror):  # planning reads the corpus
     from scalinglab.training import sweep
     from scalinglab.training.sweep.export import export_models
 

@@ -27,15 +27,15 @@ from scalinglab.downstream.chain import ChainFit
 from scalinglab.errors import UserError
 from scalinglab.fitting.calibration import UnitCalibration, out_of_unit_residuals
 from scalinglab.fitting.laws import Law, LawFit, fit_law
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 
 def run_draws(runs: Sequence[str], n_boot: int, seed: int):
     """Yield the run labels of each resample: as many runs as there are, drawn with replacement."""
-    rng = np.random.default_rng(seed)
     labels = list(dict.fromkeys(runs))
-    for _ in range(n_boot):
-        yield [labels[i] for i in rng.integers(0, len(labels), len(labels))]
+    for pick in unit_picks(len(labels), n_boot, seed):
+        yield [labels[i] for i in pick]
 
 
 def rows_of(df: pd.DataFrame, picked: Sequence[str], col: str = "run") -> pd.DataFrame:

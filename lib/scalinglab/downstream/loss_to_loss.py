@@ -19,6 +19,7 @@ import pandas as pd
 from scalinglab.errors import UserError
 from scalinglab.fitting.laws import Law, Param, fit_law
 from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 
@@ -166,7 +167,7 @@ def extrapolation_interval(l2l: LossToLoss, x_new: float, *, n_boot: int = 500, 
     resid = resid[np.isfinite(resid)]
     out = []
     for _ in range(n_boot):
-        i = rng.integers(0, len(x), len(x))
+        i = unit_picks(len(x), 1, rng)[0]   # one pass of the shared stream: the residual draw follows it
         try:
             kappa, K = _line(x[i], y[i], l2l.E0, l2l.E1)
         except UserError:

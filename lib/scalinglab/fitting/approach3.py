@@ -45,7 +45,7 @@ from scalinglab.fitting.options import (
 )
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
 from scalinglab.fitting.rows import column as _column
-from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar
+from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, unit_counts
 from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
 
 # --- the law -----------------------------------------------------------------------------------------------
@@ -369,14 +369,13 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
     # near 4 × ``opts.block`` elements (32 MB), and the solver sums over rows in blocks.
     rng = np.random.default_rng(seed)
     chunk = max(1, min(chunk, 4 * opts.block // max(n, 1)))
-    p = np.full(n_units, 1.0 / n_units)
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     thetas, oks = [], []
     for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
         if counts is not None:
             W = counts[start:start + chunk]
         else:
-            W = rng.multinomial(n_units, p, size=min(chunk, n_boot - start)).astype(float)
+            W = unit_counts(n_units, min(chunk, n_boot - start), rng)
             if inverse is not None:
                 W = W[:, inverse]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.isoflop import GRID_MULTIPLIER, METHODS, exponents_of_optima, resampled_optima
+from scalinglab.fitting.rows import unit_counts
 from scalinglab.serialization import to_jsonable
 
 MIN_SIZES = 3
@@ -175,9 +176,8 @@ def block_bootstrap(points: pd.DataFrame, shape_col: str = "shape", n_col: str =
     missing = sorted(set(shapes) - set(universe))
     if missing:
         raise UserError(f"shapes {missing} are not in the universe to draw from")
-    rng = np.random.default_rng(seed)
-    drawn = rng.multinomial(len(universe), np.full(len(universe), 1 / len(universe)), size=n_boot).T
-    counts = drawn[[universe.index(s_) for s_ in shapes]].astype(float)
+    drawn = unit_counts(len(universe), n_boot, seed).T
+    counts = drawn[[universe.index(s_) for s_ in shapes]]
     full = np.ones((len(shapes), 1))
     full_opt = _optima(flops, n, loss, full, method)
     a = float(exponents_of_optima(flops, full_opt)[0])

@@ -53,6 +53,7 @@ import pandas as pd
 from scalinglab.errors import UserError, row_name
 from scalinglab.fitting.options import check_resample_count
 from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 METHODS = ("grid", "hull")
@@ -411,12 +412,11 @@ def _bootstrap(curves: pd.DataFrame, runs: _Runs, options: EnvelopeOptions, loss
     each one's resample index, the failures."""
     if options.n_boot <= 0:
         return np.empty((0, 4)), np.empty(0, dtype=int), 0
-    rng = np.random.default_rng(options.seed)
     n_runs = len(runs.names)
     out, draws, failed = [], [], 0
-    for draw in range(options.n_boot):
+    for draw, pick in enumerate(unit_picks(n_runs, options.n_boot, options.seed)):
         subset = np.zeros(n_runs, dtype=bool)
-        subset[rng.integers(0, n_runs, n_runs)] = True  # a run drawn twice adds nothing to a minimum
+        subset[pick] = True  # a run drawn twice adds nothing to a minimum
         if options.method == "grid":
             points = _grid_envelope(runs, log_c, losses, subset)
         else:

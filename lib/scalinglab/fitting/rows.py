@@ -3,8 +3,10 @@ dropping the highest losses (Epoch's protocol), and the bootstrap's draws, over 
 cluster bootstrap), as resample counts (the batched solvers weight every row) or as row indices (the solvers that
 refit one resample at a time); and the progress bar long loops show.
 
-The two forms of the draw are kept apart on purpose: each is the random stream its fits have always used, so a
-seed gives the same replicates before and after, and the counts are not the indices' histogram under one seed.
+The draw has two forms, ``unit_picks`` (indices) and ``unit_counts`` (weights), and every bootstrap in the
+package takes one of them. They are kept apart on purpose: each is the random stream its fits have always used,
+so a seed gives the same replicates before and after, and the counts are not the indices' histogram under one
+seed.
 """
 
 from __future__ import annotations
@@ -54,10 +56,26 @@ def keep_below_highest(L, k: int) -> np.ndarray:
     return keep
 
 
+def unit_picks(k: int, n_boot: int, seed=0) -> np.ndarray:
+    """(n_boot, k) indices of the units each resample draws: k of the k units, with replacement. The one
+    index draw of every bootstrap that refits resample by resample (rows, runs, groups, configurations).
+
+    ``seed`` may be a ``Generator``, whose stream then continues. Row i is what the i-th of a loop of
+    ``rng.integers(0, k, k)`` calls draws, so a loop may take one row a pass (``unit_picks(k, 1, rng)[0]``)
+    and skip a failed resample without moving the others."""
+    return np.random.default_rng(seed).integers(0, k, (n_boot, k))
+
+
+def unit_counts(k: int, n_boot: int, seed=0) -> np.ndarray:
+    """(n_boot, k) float counts of how often each unit is drawn in each resample (k of k, with replacement):
+    the one weight draw of every bootstrap whose solver weights rows instead of copying them. ``seed`` may be
+    a ``Generator``: drawing chunk after chunk from one generator gives the same counts as one call."""
+    return np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
+
+
 def resample_counts(n: int, n_boot: int, seed: int = 0) -> np.ndarray:
     """(n_boot, n) counts of each row in each resample (rows drawn with replacement)."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+    return unit_counts(n, n_boot, seed)
 
 
 def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
@@ -65,22 +83,17 @@ def group_counts(labels, n_boot: int, seed: int = 0) -> np.ndarray:
     with replacement, and every row counts as often as its group was drawn. With one row per group
     this is ``resample_counts`` (same draws for the same seed)."""
     _, inverse = np.unique(np.asarray(labels), return_inverse=True)
-    k = int(inverse.max()) + 1
-    drawn = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(float)
-    return drawn[:, inverse]
+    return unit_counts(int(inverse.max()) + 1, n_boot, seed)[:, inverse]
 
 
 def resample_indices(n: int, n_boot: int, seed: int, groups=None):
     """Yield row indices of each resample: rows with replacement, or whole groups (a cluster bootstrap)."""
-    rng = np.random.default_rng(seed)
     if groups is None:
-        for _ in range(n_boot):
-            yield rng.integers(0, n, n)
+        yield from unit_picks(n, n_boot, seed)
         return
     labels = np.asarray(groups)
     members = [np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())]
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(members), len(members))
+    for pick in unit_picks(len(members), n_boot, seed):
         yield np.concatenate([members[i] for i in pick])
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 # The authors' near-optimal filter (code/fit_tool.py, query_optimal_lr_bs_data): |loss / best - 1| < 0.25%.
@@ -177,9 +178,9 @@ def fit_hparam_law(runs: HparamRuns, *, threshold: float = AUTHORS_THRESHOLD, bs
     while len(boot) < n_boot and tries < 10 * n_boot:
         tries += 1
         if unit == "rows":
-            idx = rng.integers(0, sel.sum(), sel.sum())
+            idx = unit_picks(int(sel.sum()), 1, rng)[0]
         else:
-            idx = np.concatenate([members[k] for k in rng.integers(0, len(keys), len(keys))])
+            idx = np.concatenate([members[k] for k in unit_picks(len(keys), 1, rng)[0]])
         x = _design(logn[idx], logd[idx], True)
         if np.linalg.matrix_rank(x) < 3:  # a resample whose groups cannot separate N from D: drawn again
             continue

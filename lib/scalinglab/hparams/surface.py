@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 MIN_RUNS = 10            # 6 parameters: at least 4 runs more than the quadratic has
@@ -114,10 +115,8 @@ def fit_surface(lr, batch, loss, *, n: float = np.nan, d: float = np.nan, n_boot
     m = _minimum(coef)
     if m is None:
         return Surface(n, d, best, coef, window, int(use.sum()), nan, nan, nan, nan, nan, empty, 0, 0, level)
-    rng = np.random.default_rng(seed)
     draws, failed = [], 0
-    for _ in range(n_boot):
-        i = rng.integers(0, r.size, r.size)
+    for i in unit_picks(r.size, n_boot, seed):
         t = _terms(x[i], y[i])
         if np.linalg.matrix_rank(t) < 6:
             failed += 1

@@ -21,6 +21,7 @@ import pandas as pd
 from scalinglab.downstream import loss_to_loss as T
 from scalinglab.errors import UserError
 from scalinglab.fitting.laws import fit_law
+from scalinglab.fitting.rows import unit_picks
 
 SOURCE = "fineweb-edu-100b"
 NAMES = {"fineweb-100b": "FineWeb", "fineweb-edu-100b": "FineWeb-Edu", "proof-pile-2": "ProofPile 2",
@@ -137,7 +138,7 @@ def big_with_floors(*, n_boot: int = 200, seed: int = 0, level: float = 0.95) ->
     rng = np.random.default_rng(seed)
     reps = np.full((n_boot, len(parts)), np.nan)
     for b in range(n_boot):
-        pick = rng.choice(configs, len(configs), replace=True)
+        pick = configs[unit_picks(len(configs), 1, rng)[0]]   # the residual draws below share the stream
         d0 = s0.loc[pick]
         f0 = fit_law(warm0, {"n": d0["params"], "d": d0.index.to_numpy(float)}, d0["val_loss"])
         e0 = e0_pub + float(f0.params["E"]) - float(base0.params["E"])

@@ -245,17 +245,21 @@ def ladder_report(folder: Path | str, *, method: str = "spline", n_boot: int = N
         # a folder with no databases printed a full table of "no fit" rows, exit 0
         raise UserError(f"{folder}: holds none of {', '.join(sorted({p for _, p, _, _ in STEPS}))}.db; "
                         "give the folder the ladder sweeps were written to")
+    # Every database is read (and refused if it is not a ladder step) before the published table is fetched:
+    # a wrong folder is the user's error to hear first, even offline.
+    read = {step: _read(folder / f"{preset}.db", standard=(step == 1))
+            for step, preset, _, _ in STEPS if (folder / f"{preset}.db").is_file()}
     if porian is None:
         porian = porian_mod.published_exponents()
     out, prev = [], None
     universe0 = None
     for step, preset, p_step, change in STEPS:
         db = folder / f"{preset}.db"
-        if not db.is_file():
+        if step not in read:
             out.append(LadderStep(step, preset, p_step, change, None, {}, 0, 0, reason=f"no {db.name}"))
             prev = None
             continue
-        pts, vocab = _read(db, standard=(step == 1))
+        pts, vocab = read[step]
         kept, dropped = usable_points(pts, vocab)
         seeds = int(pts["seeds"].min()) if len(pts) else 0
         seeds_max = int(pts["seeds"].max()) if len(pts) else 0

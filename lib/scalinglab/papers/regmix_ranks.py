@@ -20,6 +20,7 @@ import numpy as np
 from scipy.stats import norm, rankdata
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.rows import unit_picks
 
 
 def spearman(a, b) -> float:
@@ -49,7 +50,7 @@ def _pearson_rows(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
 
 def resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) indices of mixtures drawn with replacement: one set shared by every score it is used for."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    return unit_picks(n, n_boot, seed)
 
 
 def boot_spearman(a, b, idx: np.ndarray) -> np.ndarray:

@@ -47,6 +47,7 @@ import pandas as pd
 from scalinglab.accounting.conventions import OPENLM_SEQ_LEN, openlm_params
 from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 # Kaplan et al. 2020 (Section 2): 3000 warmup steps of 512 sequences × 1024 tokens; Porian et al.'s "long" warmup.
@@ -292,10 +293,8 @@ def fit_penalty(pen: pd.DataFrame, warmup: int = 2000, x: str = "warmup_fraction
     boot = np.empty((0, 2))
     knot_ci = slope_ci = (np.nan, np.nan)
     if n_boot > 0:
-        rng = np.random.default_rng(seed)
         # Each resample as per-row weights: how often its group was drawn.
-        counts = np.stack([np.bincount(rng.integers(0, n_groups, n_groups), minlength=n_groups)
-                           for _ in range(n_boot)])
+        counts = np.stack([np.bincount(p, minlength=n_groups) for p in unit_picks(n_groups, n_boot, seed)])
         bk, bs, _ = _onset_best(knots, xv, yv, counts[:, gid] * per_row[None, :], power)
         boot = np.column_stack([bk, bs])
         q = [(1 - level) / 2, (1 + level) / 2]

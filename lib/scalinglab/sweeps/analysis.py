@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.sweeps.store import SweepStore, run_of
 
 # Resamples behind report()'s intervals, shared by exponent_differences() so it differences the same exponents:
@@ -153,7 +154,7 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
         loss = wide.to_numpy()
         mean = loss.mean(axis=0)
         resid = (loss - mean) * np.sqrt(len(loss) / (len(loss) - 1))
-        draws = rng.integers(0, len(loss), (n_boot, len(loss)))
+        draws = unit_picks(len(loss), n_boot, rng)
         boot = mean + resid[draws].mean(axis=1)           # (n_boot, budgets of this run)
         for j, c in enumerate(wide.columns):
             columns[c, float(g["n"].iloc[0])] = np.concatenate([[mean[j]], boot[:, j]])

@@ -39,6 +39,7 @@ from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_arrays, predict_rows
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 
 PAIRED_BOOT = 2000
@@ -223,8 +224,7 @@ def _paired(errors: Mapping[str, np.ndarray], units: np.ndarray, best: str, n_bo
     are resampled whole, the same draws for every law."""
     labels = list(dict.fromkeys(units.tolist()))
     members = [np.flatnonzero(units == g) for g in labels]
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(members), (n_boot, len(members)))
+    picks = unit_picks(len(members), n_boot, seed)
     sq = {k: np.array([np.sum(e[m] ** 2) for m in members]) for k, e in errors.items()}
     counts = np.array([len(m) for m in members], float)
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
