@@ -82,5 +82,5 @@ def test_no_design_from_a_fit_at_a_bound_or_for_runs_under_one_parameter(small_r
     stuck = replace(res, status="at_bound", at_bound=("alpha", "beta"))
     with pytest.raises(UserError, match=r"did not converge \(status at_bound: alpha, beta at a bound\)"):
         design(stuck, N, D, L, target=1e22, budget_left=3e20, k=1, **SMALL)
-    with pytest.raises(UserError, match=r"--budget-left 1 over --k 2 leaves 0.5 FLOP per run: .* under one parameter"):
+    with pytest.raises(UserError, match=r"^budget_left 1 over k 2 leaves 0.5 FLOP per run: .* under one parameter"):
         design(res, N, D, L, target=1e22, budget_left=1.0, k=2, **SMALL)

@@ -9,6 +9,9 @@ was given ("row 3"), and keeps that position so that the CLI, which knows each
 row's line, can rename it (``renamed``). A pandas table the CLI read from a file
 carries its lines as its index, named "line", and ``row_name`` names its rows
 by them.
+
+Options: an ``OptionError`` names a bad option by the keyword a library call takes, and the CLI renames it by
+its flag, in the same way.
 """
 
 
@@ -31,6 +34,30 @@ class RowError(UserError):
     def renamed(self, name: str) -> str:
         """The message with the row called ``name`` (e.g. "line 7")."""
         return self.template.replace("{row}", name, 1)
+
+
+class OptionError(UserError):
+    """A bad option, in the library's own terms: ``template`` names each option as ``{name}`` (the keyword a
+    library call takes, e.g. ``{drop_highest}``), replaced rather than formatted so values with braces are safe.
+    ``str()`` names them as keywords ("drop_highest must be >= 0"); the CLI, which knows each keyword's flag,
+    names them by their flags (``flagged``: "--drop-highest must be >= 0")."""
+
+    def __init__(self, template: str, *options: str):
+        if not options:
+            raise TypeError("OptionError needs the option(s) its template names")
+        self.template, self.options = template, tuple(options)
+        super().__init__(self.flagged(lambda name: name))
+
+    def prefixed(self, text: str) -> "OptionError":
+        """The same error with ``text`` (a file, a group) before its message."""
+        return OptionError(text + self.template, *self.options)
+
+    def flagged(self, flag_of) -> str:
+        """The message with each option called ``flag_of(name)``."""
+        text = self.template
+        for name in self.options:
+            text = text.replace("{" + name + "}", flag_of(name))
+        return text
 
 
 def row_name(index, i: int) -> str:

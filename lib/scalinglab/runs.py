@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.files import regular_file
 
 # The columns a plain CSV's runs are read from, unless flags or a dataset's roles say otherwise.
@@ -64,7 +64,7 @@ class Runs:
 def load_runs(path: str | None = None, *, dataset: str | None = None) -> Runs:
     """Runs from a CSV file or a registered dataset (exactly one of them)."""
     if (path is None) == (dataset is None):
-        raise UserError("give a CSV file or a registered dataset (--dataset NAME), one of them")
+        raise OptionError("give a CSV file or a registered dataset ({dataset} NAME), one of them", "dataset")
     if path is not None:
         return Runs(read_table(path), path)
     from scalinglab import data

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 
 HOLDOUTS = ("largest-budget", "largest-n")
 OPEN_ATHENA = "isoflops-harmonized"
@@ -81,7 +81,8 @@ def holdout_mask(table: pd.DataFrame, how, *, n_col: str = "n", c_col: str = "c"
     conditions ``COL OP VALUE`` (a list: their union, as repeated ``--holdout`` flags read them)."""
     if how == "largest-budget":
         if c_col not in table:
-            raise UserError("--holdout largest-budget needs the runs' budgets (a compute column, --c-col)")
+            raise OptionError("{holdout} largest-budget needs the runs' budgets (a compute column, {c_col})",
+                              "holdout", "c_col")
         c = table[c_col].to_numpy(float)
         return np.isclose(c, np.nanmax(c), rtol=1e-6)
     if how == "largest-n":

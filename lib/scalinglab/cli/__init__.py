@@ -15,6 +15,7 @@ import sqlite3  # 2 ms: the one-line error for a damaged database needs its exce
 import sys
 import warnings  # loaded at the interpreter's start already
 
+from scalinglab.cli.flags import said
 from scalinglab.errors import UserError
 from scalinglab.files import MAX_COUNT, SIZES
 from scalinglab.version import __version__
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         check_files(args)
         return int(args.func(args) or 0)
     except UserError as exc:
+        exc = UserError(said(exc))   # an OptionError names its option by the keyword; the user gave a flag
         print(f"scalinglab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:

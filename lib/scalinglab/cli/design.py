@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scalinglab.cli.flags import said
+
 
 def register(sub) -> None:
     from scalinglab.cli import flags
@@ -81,7 +83,7 @@ def _run(args) -> int:
         res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, FitOptions(delta=check_delta(args.delta)),
                       n_boot=args.bootstrap, seed=args.seed, progress=progress)
     except UserError as exc:
-        raise UserError(f"{args.csv or args.dataset}: {exc}") from None
+        raise UserError(f"{args.csv or args.dataset}: {said(exc)}") from None
     out = design(res, N, D, L, target=args.target, budget_left=args.budget_left, k=args.k, proposal=proposal,
                  proposal_source=args.proposal or "", n_sims=args.sims, n_resamples=args.resamples, level=args.level,
                  seed=args.seed, progress=progress)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from scalinglab.cli import flags
+from scalinglab.cli.flags import said
 
 
 def register(sub) -> None:
@@ -82,7 +83,7 @@ def _options(args):
             canon = param_name(name)
             fixed.append((canon, fixed_value(canon, value.strip())))
         except UserError as exc:
-            raise UserError(f"--fix {text}: {exc}") from None
+            raise UserError(f"--fix {text}: {said(exc)}") from None
     from scalinglab.cli.tables import check_delta
 
     delta = check_delta(getattr(args, "delta", None))
@@ -91,7 +92,7 @@ def _options(args):
                             delta=delta)
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
         flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))
-        raise UserError(f"{flags}: {exc}") from None
+        raise UserError(f"{flags}: {said(exc)}") from None
 
 
 def _request(args, law):

@@ -15,6 +15,21 @@ BOOTSTRAP_FOR_INTERVALS = 1000
 BOOTSTRAP_ON_REQUEST = 0
 LEVEL = 0.95
 
+# A library keyword whose flag is not its name with dashes (OptionError messages are renamed by these).
+FLAG_OF_KEYWORD = {"n_boot": "--bootstrap", "boot": "--bootstrap"}
+
+
+def said(exc: Exception) -> str:
+    """An error's message as the CLI says it: an ``OptionError``'s options named by their flags."""
+    from scalinglab.errors import OptionError
+
+    return exc.flagged(flag_of) if isinstance(exc, OptionError) else str(exc)
+
+
+def flag_of(keyword: str) -> str:
+    """The flag a library keyword is given by: ``drop_highest`` → ``--drop-highest``, ``n_boot`` → ``--bootstrap``."""
+    return FLAG_OF_KEYWORD.get(keyword, "--" + keyword.replace("_", "-"))
+
 COLUMN_HELP = {
     "n": ("--n-col", "parameters N"),
     "d": ("--d-col", "training tokens D"),

@@ -8,6 +8,8 @@ one-line reason (exit 2), never ignored.
 
 from __future__ import annotations
 
+from scalinglab.cli.flags import said
+
 ROLE_FLAGS = {"n": "--n-col", "d": "--d-col", "u": "--u-col", "x": "--x-col"}
 
 
@@ -62,7 +64,7 @@ def parse_fix(items, law) -> dict[str, float]:
         try:
             canon = law.param(name.strip()).name
         except UserError as exc:
-            raise UserError(f"--fix {text}: {exc}") from None
+            raise UserError(f"--fix {text}: {said(exc)}") from None
         if canon in out:
             raise UserError(f"--fix {text}: {canon} is fixed twice")
         out[canon] = v

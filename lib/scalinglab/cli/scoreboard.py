@@ -3,6 +3,8 @@ scored on the runs a split holds out)."""
 
 from __future__ import annotations
 
+from scalinglab.cli.flags import said
+
 HOLDOUT_HELP = ("which runs to hold out: largest-budget (every run at the largest --c-col value), largest-n (the "
                 "largest fifth of the model sizes), or a condition COL OP VALUE (repeat: any)")
 
@@ -78,7 +80,7 @@ def _run(args) -> int:
                              where=args.where, n_boot=args.bootstrap, seed=args.seed, level=args.level,
                              fit_boot=args.fit_bootstrap, name=label)
     except UserError as exc:
-        raise UserError(f"{label}: {exc}") from None
+        raise UserError(f"{label}: {said(exc)}") from None
     if args.plot:
         save_figure(args.plot, S.figure(board))
     print(dumps({"source": label, **board.to_dict()}) if args.json else board.summary())

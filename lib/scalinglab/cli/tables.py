@@ -5,6 +5,8 @@ imported inside, never at the top."""
 
 from __future__ import annotations
 
+from scalinglab.cli.flags import said
+
 # What --drop-flagged reads as set or unset: pandas parses True/False itself,
 # but hand-made CSVs say yes/no or 1/0; anything else is an error, not a guess.
 TRUE = {"true", "t", "yes", "y", "1", "1.0"}
@@ -53,7 +55,7 @@ def named_row(exc, table) -> str:
     from scalinglab.errors import RowError
 
     if not isinstance(exc, RowError):
-        return str(exc)
+        return said(exc)
     lines = getattr(table, "lines", None)
     return exc.renamed(f"line {lines[exc.row]}" if lines is not None else f"row {exc.row + 1}")
 
@@ -123,7 +125,7 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
         try:
             keep = holdout.where(df, text)
         except UserError as exc:
-            raise UserError(f"{label}: {exc}") from None
+            raise UserError(f"{label}: {said(exc)}") from None
         if not keep.any():
             col = holdout.parse_condition(text).column
             seen = sorted(df[col].astype(str).unique())

@@ -3,6 +3,8 @@ unresolved, flat)."""
 
 from __future__ import annotations
 
+from scalinglab.cli.flags import said
+
 # Kept here rather than imported from scalinglab.inverse_scaling.trend, whose import path is heavier than the CLI's
 # start allows; tests/test_cli_inverse.py checks that they agree.
 DISPERSIONS = ("binomial", "group", "pooled")
@@ -85,7 +87,7 @@ def _trend(args) -> int:
         report = trend_report(df, cols["x"], cols["y"], cols["count"], cols["group"], TrendOptions(alpha=args.alpha),
                               source=label, dispersion=args.dispersion, adjust=args.adjust)
     except UserError as exc:  # name the file the bad value came from
-        msg = str(exc)
+        msg = said(exc)
         raise UserError(msg if msg.startswith(label) else f"{label}: {msg}") from None
     print(dumps(report.records()) if args.json else report.summary())  # NaN (untestable groups) -> null
     return 0

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.curves.laws import Curve
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.files import check_size
 
 # Luo et al. 2025's split (their src/config.py, transcribed in the mirror's PROVENANCE.md)
@@ -195,11 +195,11 @@ def schedule_specs(specs, read=None) -> dict:
             parts = {None: parse_schedule(spec)}
         else:
             if read is None:
-                raise UserError(f"--schedule {spec!r}: not NAME:key=value,...")
+                raise OptionError(f"{{schedule}} {spec!r}: not NAME:key=value,...", "schedule")
             parts = {c.name: c.lrs for c in curves_from_table(read(spec), spec, need_loss=False)}
         twice = sorted(str(k) for k in parts if k in out)
         if twice:
-            raise UserError(f"--schedule {spec}: gives run(s) {', '.join(twice)} a second schedule")
+            raise OptionError(f"{{schedule}} {spec}: gives run(s) {', '.join(twice)} a second schedule", "schedule")
         out.update(parts)
     return out
 

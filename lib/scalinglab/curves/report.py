@@ -20,7 +20,7 @@ from scalinglab.curves.calibration import CurveCalibration, calibrate_schedules,
 from scalinglab.curves.data import curves_from_table, parse_schedule
 from scalinglab.curves.fit import CurveFit, fit_curves
 from scalinglab.curves.laws import LAWS, Curve, prepare
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.serialization import dumps, to_jsonable
 
 SAVED_FORMAT = "scalinglab-curve-fit/2"
@@ -110,8 +110,8 @@ def fit_table(df, law: str = "multipower", *, n_boot: int = 0, seed: int = 0, le
     cal = None
     if calibrate:
         if len(curves) < 3:
-            raise UserError(f"--calibrate: {len(curves)} run(s); leaving one schedule out in turn needs at least 3 "
-                            "(two refits on the others, two residuals)")
+            raise OptionError(f"{{calibrate}}: {len(curves)} run(s); leaving one schedule out in turn needs at least 3 "
+                              "(two refits on the others, two residuals)", "calibrate")
         cal = calibrate_schedules(curves, lambda cs: fit_curves(cs, law), law, level=level)
     runs = []
     for c in curves:
@@ -241,9 +241,9 @@ def predict_schedule(fit_path, schedule: str, *, at=None, points: int = 12, sour
         at = np.unique(np.geomspace(min(start, T), T, points).round().astype(int))
     at = np.asarray(at, int)
     if (at < 1).any():
-        raise UserError(f"--at: steps must be >= 1, not {int(at.min())}")
+        raise OptionError(f"{{at}}: steps must be >= 1, not {int(at.min())}", "at")
     if (np.diff(at) <= 0).any():
-        raise UserError("--at: steps not increasing")
+        raise OptionError("{at}: steps not increasing", "at")
     if at[-1] > T:
         raise UserError(f"schedule {schedule}: shorter ({T} steps) than the curve asked for (step {int(at[-1])})")
     p = prepare(Curve(schedule, lrs, at))

@@ -25,7 +25,7 @@ import pandas as pd
 from scalinglab.downstream.chain import ChainFit, check_accuracy, fit_chain, warn_if_outside
 from scalinglab.downstream.intervals import ChainInterval, chain_calibration, chain_interval
 from scalinglab.downstream.ladder import trailing_mean
-from scalinglab.errors import UserError, printable, row_name, shown
+from scalinglab.errors import OptionError, UserError, printable, row_name, shown
 from scalinglab.serialization import to_jsonable
 
 
@@ -138,13 +138,13 @@ def check_chain_options(o: ChainOptions, tasks) -> None:
     whole("bootstrap", o.n_boot, 0)
     whole("seed", o.seed, 0)
     if not (isinstance(o.skip, (int, float)) and math.isfinite(o.skip) and 0 <= o.skip < 1):
-        raise UserError(f"--skip {o.skip!r}: the share of each run's first evaluations dropped, in [0, 1)")
+        raise OptionError(f"{{skip}} {o.skip!r}: the share of each run's first evaluations dropped, in [0, 1)", "skip")
     if not (isinstance(o.level, (int, float)) and 0 < o.level < 1):
-        raise UserError(f"--level {o.level!r}: must lie between 0 and 1")
+        raise OptionError(f"{{level}} {o.level!r}: must lie between 0 and 1", "level")
     seen = set()
     for t in tasks:
         if t in seen:
-            raise UserError(f"--tasks: {t!r} is named twice")
+            raise OptionError(f"{{tasks}}: {t!r} is named twice", "tasks")
         seen.add(t)
 
 
@@ -190,7 +190,7 @@ def chain_report(evals: pd.DataFrame, targets: pd.DataFrame, tasks, options: Cha
     o = options
     tasks = list(tasks)
     if not tasks:
-        raise UserError("name at least one task (--tasks)")
+        raise OptionError("name at least one task ({tasks})", "tasks")
     check_chain_options(o, tasks)
     _need(targets, ["n", "d"], target_label)
     if targets.empty:
@@ -291,7 +291,8 @@ def translate_saved(saved_law: dict[str, float], source: str, pairs: pd.DataFram
     _need(pairs, [x_col, y_col], label)
     _need(at, ["n", "d"], "targets")
     if x_col == y_col:
-        raise UserError(f"--x-col and --y-col are both {x_col!r}: give the source and the target loss columns")
+        raise OptionError(f"{{x_col}} and {{y_col}} are both {x_col!r}: give the source and the target loss columns",
+                          "x_col", "y_col")
     x = _numbers(pairs, x_col, label, loss=True)   # NaN, negative, or N, D or C where a loss belongs
     y = _numbers(pairs, y_col, label, loss=True)
     E0 = saved_law["E"]
@@ -300,7 +301,7 @@ def translate_saved(saved_law: dict[str, float], source: str, pairs: pd.DataFram
         raise UserError(f"{label}: column {x_col!r}, {row_name(pairs.index, i)}: source loss {x[i]:g} is not above "
                         f"the saved law's E0 = {E0:.4g}; a loss-to-loss fit needs source losses above it")
     if e1 is not None and not (math.isfinite(e1) and 0 <= e1 < MAX_LOSS):
-        raise UserError(f"--e1 {e1!r}: the target dataset's irreducible loss, a finite loss >= 0")
+        raise OptionError(f"{{e1}} {e1!r}: the target dataset's irreducible loss, a finite loss >= 0", "e1")
     l2l = fit_loss_to_loss(x, y, E0, e1)
     p = saved_law
     n, d = _numbers(at, "n", "targets"), _numbers(at, "d", "targets")

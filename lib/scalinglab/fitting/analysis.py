@@ -130,12 +130,12 @@ def isoflop_analysis(groups, label: str, cols: dict[str, str], *, method: str, n
     """Approach 2 on each group of runs (``groups``: (labels, rows, rows flagged and dropped)), as
     `scalinglab isoflop` reports it, and the warnings it has for stderr (a default noise that is mostly the
     parabola's misfit)."""
-    from scalinglab.errors import UserError
+    from scalinglab.errors import OptionError, UserError
     from scalinglab.fitting import isoflop
 
     def named(exc: UserError, labels: dict) -> UserError:
         where = label + (f" [{group_text(labels)}]" if labels else "")
-        return UserError(f"{where}: {exc}")
+        return exc.prefixed(f"{where}: ") if isinstance(exc, OptionError) else UserError(f"{where}: {exc}")
 
     # A first pass without the bootstrap is cheap and checks every value; a table in which no budget has
     # ``min_points`` sizes almost always means the budget column is a per-run compute (e.g. 6ND) rather than the
@@ -150,9 +150,9 @@ def isoflop_analysis(groups, label: str, cols: dict[str, str], *, method: str, n
         except UserError as exc:
             raise named(exc, labels) from None
     if max(most.values()) < min_points:
-        raise UserError(f"{label}: no budget in column {cols['c']!r} has {min_points} or more sizes "
-                        f"(at most {max(most.values())}); --budget-col must be the nominal budget that the runs "
-                        "of one isoFLOP curve share")
+        raise OptionError(f"{label}: no budget in column {cols['c']!r} has {min_points} or more sizes "
+                          f"(at most {max(most.values())}); {{budget_col}} must be the nominal budget that the runs "
+                          "of one isoFLOP curve share", "budget_col")
     results, warnings = [], []
     for i, (labels, g, n_flagged) in enumerate(groups):
         if g.empty:
@@ -161,9 +161,9 @@ def isoflop_analysis(groups, label: str, cols: dict[str, str], *, method: str, n
         if n_boot and noise is None and most[i] <= min_points:
             # budget_optima's default noise is the residual sd of per-budget parabolas,
             # which a budget of 3 sizes (a parabola's 3 coefficients) cannot give.
-            raise named(UserError(f"no budget has more than {min_points} sizes to estimate the bootstrap's "
-                                  "noise from; give --noise SD (the sd of the loss between seeds) or --bootstrap 0"),
-                        labels)
+            raise named(OptionError(f"no budget has more than {min_points} sizes to estimate the bootstrap's noise "
+                                    "from; give {noise} SD (the sd of the loss between seeds) or {n_boot} 0",
+                                    "noise", "n_boot"), labels)
         optima = isoflop.budget_optima(g, **opt_kw, n_boot=n_boot, seed=seed, noise=noise, level=level,
                                        progress=progress)
         if n_boot and noise is None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.domain import Domain
@@ -103,7 +103,7 @@ def compare(a, b, *, labels=("a", "b"), budgets=(), n_boot: int = 1000, seed: in
     ``groups``: one label array per table (or None) to resample whole groups of rows (e.g. a run's
     checkpoints); with groups the resampling is independent. ``budgets``: compute budgets C (FLOP)."""
     if n_boot < 2:
-        raise UserError(f"a comparison needs a bootstrap (--bootstrap K with K >= 2), not {n_boot}")
+        raise OptionError(f"a comparison needs a bootstrap ({{n_boot}} K with K >= 2), not {n_boot}", "n_boot")
     budgets = check_budgets(budgets) if len(budgets) else np.array([])
     (Na, Da, La), (Nb, Db, Lb) = [tuple(np.asarray(x, float) for x in t) for t in (a, b)]
     ka, kb = design_keys(Na, Da), design_keys(Nb, Db)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.domain import Domain
@@ -129,7 +129,9 @@ def simulator(result: LawFit, N, D, L, target: float, *, max_runs: int, n_sims: 
               level: float = 0.8, seed: int = 0) -> Simulator:
     bs = result.bootstrap
     if bs is None or len(bs.samples) < 2:
-        raise UserError("a design needs the current fit's bootstrap (--bootstrap K, K >= 2, with converged replicates)")
+        raise OptionError("a design needs the current fit's bootstrap ({bootstrap} K, K >= 2, with converged "
+                          "replicates)",
+                          "bootstrap")
     rng = np.random.default_rng(seed)
     truths = bs.samples[rng.choice(len(bs.samples), size=n_sims, replace=len(bs.samples) < n_sims)]
     return Simulator(result=result, N=np.asarray(N, float), D=np.asarray(D, float), target=float(target),
@@ -226,7 +228,7 @@ def design(result: LawFit, N, D, L, *, target: float, budget_left: float, k: int
 
     target, budget_left = (float(x) for x in check_budgets([target, budget_left]))
     if k < 1:
-        raise UserError(f"--k must be at least 1, not {k}")
+        raise OptionError(f"{{k}} must be at least 1, not {k}", "k")
     if proposal is not None:
         pN, pD = (np.asarray(x, float) for x in proposal)
         used = check_proposal(pN, pD, budget_left, proposal_source)
@@ -245,13 +247,14 @@ def design(result: LawFit, N, D, L, *, target: float, budget_left: float, k: int
     cN, cD = candidates(result, budget_left, k)
     if (cN < 1).any() or (cD < 1).any():   # e.g. --budget-left 1: runs of 0.01 parameters on 1.4 tokens
         i = int(np.argmin(np.minimum(cN, cD)))
-        raise UserError(f"--budget-left {budget_left:.3g} over --k {k} leaves {budget_left / k:.3g} FLOP per run: a "
-                        f"candidate would have N {cN[i]:.3g} and D {cD[i]:.3g}, under one parameter or token (the "
-                        f"fitted runs use {float(np.min(6 * np.asarray(N, float) * np.asarray(D, float))):.3g} FLOP "
-                        "and more)")
+        raise OptionError(f"{{budget_left}} {budget_left:.3g} over {{k}} {k} leaves {budget_left / k:.3g} FLOP per "
+                          f"run: a candidate would have N {cN[i]:.3g} and D {cD[i]:.3g}, under one parameter or "
+                          f"token (the fitted runs use "
+                          f"{float(np.min(6 * np.asarray(N, float) * np.asarray(D, float))):.3g} FLOP and more)",
+                          "budget_left", "k")
     if k > len(cN):   # the greedy loop would stop at the candidates it has, silently proposing fewer runs
-        raise UserError(f"--k {k}: the design chooses among {len(cN)} candidate runs (sizes around N_opt at shares "
-                        f"of the budget per run), so it can propose at most {len(cN)}")
+        raise OptionError(f"{{k}} {k}: the design chooses among {len(cN)} candidate runs (sizes around N_opt at shares "
+                          f"of the budget per run), so it can propose at most {len(cN)}", "k")
     steps = 1 + k * len(cN) - k * (k - 1) // 2 + (proposal is not None)
     ticks = iter(progress_bar(range(steps), "design: designs simulated", progress))
     sim.ratio()  # today's design alone, in every world

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.files import MAX_COUNT
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.law import PARAMS
@@ -147,8 +147,8 @@ class FitOptions:
         if self.solver not in SOLVERS:
             raise UserError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
         if self.solver == "varpro" and self.fixed:
-            raise UserError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver "
-                            "(--solver grid)")
+            raise OptionError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver "
+                              "({solver} grid)", "solver")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
         # An exponent held past MAX_FIXED_EXPONENT is no exponent a law means (beta = 1e300 was accepted). Up to

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError
 
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 N_CURVES = 6  # fitted curves drawn at most: more turn the panel into a smear
@@ -26,10 +26,10 @@ def check_plot_path(path) -> Path:
     """The path --plot will write, or a UserError (unknown extension, no such folder) before any fitting."""
     p = Path(path)
     if p.suffix.lower() not in PLOT_FORMATS:
-        raise UserError(f"--plot {path}: the file must end in {', '.join(PLOT_FORMATS)} (the format "
-                        f"follows the extension), not {p.suffix or 'nothing'!r}")
+        raise OptionError(f"{{plot}} {path}: the file must end in {', '.join(PLOT_FORMATS)} (the format "
+                          f"follows the extension), not {p.suffix or 'nothing'!r}", "plot")
     if not p.parent.is_dir():
-        raise UserError(f"--plot {path}: no folder {str(p.parent)!r} to write it in")
+        raise OptionError(f"{{plot}} {path}: no folder {str(p.parent)!r} to write it in", "plot")
     return p
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.options import FitOptions, min_rows, parametrisation
@@ -202,7 +202,7 @@ class LawFit:
         answers for every replicate (``fit.replicate_laws.n_opt(C)``); a UserError without a bootstrap."""
         bs = self.bootstrap
         if bs is None or not len(bs.samples):
-            raise UserError("no bootstrap replicates: fit with a resample count (--bootstrap K)")
+            raise OptionError("no bootstrap replicates: fit with a resample count ({bootstrap} K)", "bootstrap")
         self.scaling_law  # noqa: B018  (a law without a closed form says so here)
         return self.law.closed_form(dict(zip(bs.params, bs.samples.T)))
 
@@ -275,7 +275,7 @@ class LawFit:
         """Percentile intervals over the bootstrap replicates (at the bootstrap's level unless given)."""
         bs = self.bootstrap
         if bs is None:
-            raise UserError("no bootstrap: fit with a resample count (--bootstrap K) for intervals")
+            raise OptionError("no bootstrap: fit with a resample count ({bootstrap} K) for intervals", "bootstrap")
         if level is not None:
             from scalinglab.fitting.options import check_level
 

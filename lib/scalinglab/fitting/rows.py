@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.errors import RowError, UserError
+from scalinglab.errors import OptionError, RowError, UserError
 
 
 def column(table, col: str) -> np.ndarray:
@@ -45,7 +45,7 @@ def keep_below_highest(L, k: int) -> np.ndarray:
     """Boolean mask dropping the ``k`` highest losses (Epoch drops 5 of 245 as outliers)."""
     L = np.asarray(L, float)
     if k < 0:
-        raise UserError(f"--drop-highest must be >= 0, not {k}")
+        raise OptionError(f"{{drop_highest}} must be >= 0, not {k}", "drop_highest")
     if not len(L):
         raise UserError("no runs to fit (the table has a header and no rows)")
     if k >= len(L):

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError, printable
+from scalinglab.errors import OptionError, UserError, printable
 from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.law import PARAMS
@@ -124,9 +124,9 @@ def check_save_path(path) -> None:
 
     p = Path(path)
     if p.is_dir():
-        raise UserError(f"--save {path}: is a folder; give a file name, e.g. {p / 'fit.slfit'}")
+        raise OptionError(f"{{save}} {path}: is a folder; give a file name, e.g. {p / 'fit.slfit'}", "save")
     if not p.parent.is_dir():
-        raise UserError(f"--save {path}: no folder {str(p.parent)!r} to write it in")
+        raise OptionError(f"{{save}} {path}: no folder {str(p.parent)!r} to write it in", "save")
 
 
 def save(path, saved: SavedFit) -> None:
@@ -145,7 +145,8 @@ def save(path, saved: SavedFit) -> None:
             load(tmp)
         except UserError as exc:
             reason = str(exc).split(": ", 1)[-1]
-            raise UserError(f"--save {path}: not written, as the fit would not load back ({reason})") from None
+            raise OptionError(f"{{save}} {path}: not written, as the fit would not load back ({reason})",
+                              "save") from None
 
 
 def load(path) -> SavedFit:

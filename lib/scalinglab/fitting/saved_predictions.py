@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import printable
+from scalinglab.errors import OptionError, printable
 from scalinglab.fitting.domain import Domain, legend, short
 from scalinglab.fitting.forecast import prediction_rows
 from scalinglab.serialization import to_jsonable
@@ -95,7 +95,7 @@ def predict_table(saved, table, rows, cols: dict[str, str], level: float | None 
         if col not in table:
             raise UserError(f"no column {col!r}; the table has {', '.join(table)}")
     if loss_given and loss_col not in table:
-        raise UserError(f"--loss-col: no column {loss_col!r}; the table has {', '.join(table)}")
+        raise OptionError(f"{{loss_col}}: no column {loss_col!r}; the table has {', '.join(table)}", "loss_col")
     with_loss = loss_col in table
     # Without a loss column the runs are read with N in its place, and their "loss" is never used.
     N, D, L, _ = runs_at(table, rows, n_col, d_col, loss_col if with_loss else n_col, c_col=c_col)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
@@ -203,9 +203,9 @@ def _check_compute_column(cols, inputs) -> None:
         return
     D = inputs["d"]
     if np.nanmin(D) < 1:
-        raise UserError(f"--c-col {cols.c}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
-                        f"{len(D)} runs (smallest C {np.nanmin(D * 6 * inputs['n']):.3g}); the "
-                        "column must hold each run's training compute in FLOP")
+        raise OptionError(f"{{c_col}} {cols.c}: D = C/(6N) is below one token in {int((D < 1).sum())} of "
+                          f"{len(D)} runs (smallest C {np.nanmin(D * 6 * inputs['n']):.3g}); the "
+                          "column must hold each run's training compute in FLOP", "c_col")
 
 
 def with_allocation(report: FitReport) -> FitReport:
@@ -272,7 +272,8 @@ def write_saved(report: FitReport, path: str) -> FitReport:
     from scalinglab.fitting import saved
 
     if report.nd is None:
-        raise UserError(f"--save: a saved fit holds Chinchilla's form; law {report.fit.law.name} cannot be saved")
+        raise OptionError(f"{{save}}: a saved fit holds Chinchilla's form; law {report.fit.law.name} cannot be saved",
+                          "save")
     N, D, L = (np.asarray(x, float) for x in report.nd)
     cols = report.request.columns
     columns = dict(n_col=cols.n, d_col=None if cols.c else cols.d, loss_col=cols.loss, c_col=cols.c)
@@ -289,8 +290,8 @@ def _check_groups(labels, flag_value: str) -> None:
 
     k = len(np.unique(np.asarray(labels)))
     if k < MIN_GROUPS:
-        raise UserError(f"--bootstrap-by {flag_value}: the runs fall in {k} groups; a cluster bootstrap needs at "
-                        f"least {MIN_GROUPS} to give an interval")
+        raise OptionError(f"{{bootstrap_by}} {flag_value}: the runs fall in {k} groups; a cluster bootstrap needs at "
+                          f"least {MIN_GROUPS} to give an interval", "bootstrap_by")
 
 
 def _with_domain(predictions, inputs):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.domain import Domain
 from scalinglab.hparams.optima import AUTHORS_THRESHOLD, HparamRuns, fit_hparam_law
 from scalinglab.hparams.surface import fit_surface, penalty, pooled_curvature
@@ -100,7 +100,7 @@ def advise(runs: HparamRuns, n: float, d: float, *, fixed_lr: float = DEFAULT_FI
     law = law if law is not None else fit_hparam_law(runs, threshold=threshold, n_boot=n_boot, seed=seed,
                                                      level=level)
     if not law.boot.size:
-        raise UserError("the intervals need resamples: --bootstrap must be at least 1")
+        raise OptionError("the intervals need resamples: {n_boot} must be at least 1", "n_boot")
     lr, batch = (float(v) for v in law.predict(n, d))
     lr_b, bs_b = law.predict_boot(n, d)
     q = (1 - level) / 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.hparams.optima import HparamRuns
 
 # The usual names of a plain CSV's columns (a dataset's roles name its own).
@@ -18,7 +18,7 @@ def hparam_runs(path: str | None = None, *, dataset: str | None = None, n_col=No
     from scalinglab.runs import load_runs
 
     if seq_len is not None and seq_len < 1:
-        raise UserError(f"--seq-len must be a whole number of at least 1, got {seq_len}")
+        raise OptionError(f"{{seq_len}} must be a whole number of at least 1, got {seq_len}", "seq_len")
     runs = load_runs(path, dataset=dataset)
     given = {"n": n_col, "d": d_col, "loss": loss_col, "lr": lr_col, "batch": batch_col}
     cols = {r: given[r] or runs.roles.get(r) or DEFAULTS[r] for r in DEFAULTS}

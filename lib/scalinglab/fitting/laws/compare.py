@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting import holdout as H
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
@@ -273,8 +273,8 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
     held, split_label = _split_mask(laws, table, keep, cols, holdout, order_by, train_frac)
     train = keep & ~held
     if not held.any():
-        raise UserError(f"the split ({split_label}) holds out none of the {int(keep.sum())} selected rows: too few "
-                        "runs to keep some back; give more runs, or --holdout COND")
+        raise OptionError(f"the split ({split_label}) holds out none of the {int(keep.sum())} selected rows: too "
+                          "few runs to keep some back; give more runs, or {holdout} COND", "holdout")
     if not train.any():
         raise UserError("the split holds out every selected row: nothing to fit")
     labels = None

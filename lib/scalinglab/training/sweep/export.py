@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from scalinglab.data import sha256_of
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 
 MANIFEST_VERSION = 1
 
@@ -69,7 +69,7 @@ def export_models(db_path: Path | str, out: Path | str) -> dict:
     if not rows:
         raise UserError(f"{db_path}: no finished runs to export")
     if out.exists() and not out.is_dir():   # mkdir raised FileExistsError as a traceback
-        raise UserError(f"--export {out}: is a file, not a folder; give a folder to write the models in")
+        raise OptionError(f"{{export}} {out}: is a file, not a folder; give a folder to write the models in", "export")
     out.mkdir(parents=True, exist_ok=True)
     models, tokenizers = [], set()
     for (run_id, width, depth, n_ne, n_std, n_tot, budget, loss, tokens, seconds, commit, profile, _) in rows:

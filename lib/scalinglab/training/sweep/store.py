@@ -18,7 +18,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.sweeps.schema import ADDED_COLUMNS, ADDED_CURVE_COLUMNS, SCHEMA  # noqa: F401 (SCHEMA re-exported)
 from scalinglab.sweeps.store import (check_readable, damaged_runs, db_name, summary_counts,  # noqa: F401
                                      sweep_meta)
@@ -102,8 +102,8 @@ def check_identity(con: sqlite3.Connection, preset: str, profile: str) -> None:
     """Refuse a database made for another sweep (cheap: run it before tokenizing)."""
     meta = sweep_meta(con)
     if meta and (meta.get("preset"), meta.get("profile")) != (preset, profile):
-        raise UserError(f"{db_name(con)}: database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
-                        f"not {preset}/{profile}: use another --db")
+        raise OptionError(f"{db_name(con)}: database holds the {meta.get('preset')}/{meta.get('profile')} sweep, "
+                          f"not {preset}/{profile}: use another {{db}}", "db")
 
 
 def register_plan(con: sqlite3.Connection, preset: str, prof: Profile, runs: list[RunSpec], vocab: int) -> None:
