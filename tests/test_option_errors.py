@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import refused
-
 import scalinglab as sl
+from conftest import refused
 from scalinglab.cli.flags import flag_of, said
 from scalinglab.errors import OptionError, UserError
 
