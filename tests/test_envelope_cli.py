@@ -242,7 +242,7 @@ b,2e8,4e9,3.00
     (GOOD.replace("3.40", "0"), [], "column 'loss' needs positive finite numbers; line 2 has 0"),
     (GOOD.replace("a,1e8,2e9", "a,3e8,2e9"), [], "run 'a' has more than one value in 'N'"),
     (GOOD.replace("b,", "a,").replace("2e8", "1e8"), [], "needs at least 2 runs in 'run', got 1 (only 'a')"),
-    (GOOD, ["--where", "run==z"], "no row matches 'run==z'"),
+    (GOOD, ["--where", "run==z"], "'run==z' matches none of the"),
     (GOOD, ["--where", "run==a"], "needs at least 2 runs"),
     (GOOD, ["--group-by", "family"], "no --group-by column 'family'"),
     (GOOD, ["--method", "cubic"], "argument --method: invalid choice: 'cubic'"),

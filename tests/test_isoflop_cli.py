@@ -195,7 +195,7 @@ GOOD = """N,C,loss
     (GOOD, ["--method", "cubic"], "argument --method: invalid choice: 'cubic'"),
     (GOOD, ["--group-by", "family"], "no --group-by column 'family'"),
     (GOOD, ["--drop-flagged", "loss"], "--drop-flagged column 'loss' should hold true/false"),
-    (GOOD, ["--where", "C==7"], "no row matches 'C==7'"),
+    (GOOD, ["--where", "C==7"], "'C==7' matches none of the"),
     ("N,C,loss\n1e8,1e19,3.1\n2e8,1e19,3\n4e8,1e19,3.05\n", [], "give --noise SD"),
     ("N,C,loss\n", [], "no runs to fit (the table has a header and no rows)"),
 ])

@@ -224,14 +224,14 @@ def from_table(table: pd.DataFrame, how, *, n: str = "N", d: str | None = "D", c
     (``is_isoflop``; D from ``d`` if given, else C/6N). The unit: the values of the column ``unit`` names; else
     on isoFLOP runs the budget (its runs share its misfit); else each run. A bad cell is a UserError naming its
     line (header = line 1)."""
-    from scalinglab.fitting.conditions import where as rows_where
+    from scalinglab.fitting.conditions import chosen
 
     table = table.reset_index(drop=True)
     for col in (n, d, c, loss, u, unit):
         if col and col not in table:
             raise UserError(f"no column {col!r}; the table has {', '.join(map(str, table))}")
     lines = np.arange(len(table)) + 2
-    keep = rows_where(table, where or [])
+    keep = chosen(table, where) if where else np.ones(len(table), bool)
     table, lines = table[keep].reset_index(drop=True), lines[keep]
     for col in (n, d, c, loss, u):
         if not col:

@@ -119,19 +119,13 @@ def select_rows(df, where: list[str], drop_flagged: list[str], label: str):
     import pandas as pd
 
     from scalinglab.errors import UserError, row_name
-    from scalinglab.fitting import holdout
+    from scalinglab.fitting.conditions import chosen
 
-    for text in where:  # one at a time, so that an empty result names the condition that emptied it
+    if where:
         try:
-            keep = holdout.where(df, text)
+            df = df[chosen(df, where)]
         except UserError as exc:
             raise UserError(f"{label}: {said(exc)}") from None
-        if not keep.any():
-            col = holdout.parse_condition(text).column
-            seen = sorted(df[col].astype(str).unique())
-            shown = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
-            raise UserError(f"{label}: no row matches {text!r} ({col} holds: {shown})")
-        df = df[keep]
     flagged = pd.Series(False, index=df.index)
     for col in drop_flagged:
         need_column(df, col, label, "--drop-flagged")

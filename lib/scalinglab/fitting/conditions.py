@@ -1,6 +1,7 @@
 """Row conditions, ``COL OP VALUE`` with OP one of ``== != < <= > >= ~`` (``~``: the cell contains VALUE):
 parsed here, never evaluated, numpy only (``scalinglab fit`` keeps its fast start). ``--holdout``, ``--where``
-and the notebooks' selections all go through ``where`` and ``any_of``."""
+and the notebooks' selections all go through ``chosen`` (every command's ``--where``, one message), ``where``
+and ``any_of``."""
 
 from __future__ import annotations
 
@@ -109,11 +110,40 @@ def no_rows(conditions, n_rows: int | None = None) -> str:
 
 
 def selected(table, conditions) -> np.ndarray:
-    """The indices of the rows matching every condition, or a UserError (``no_rows``) when there are none."""
-    rows = np.flatnonzero(where(table, conditions))
-    if not rows.size:
-        raise UserError(no_rows(conditions))
-    return rows
+    """The indices of the rows matching every condition, or a UserError (``chosen``'s) when there are none."""
+    return np.flatnonzero(chosen(table, conditions))
+
+
+def chosen(table, conditions) -> np.ndarray:
+    """Rows matching every condition (AND), as a mask: the one selection behind ``--where`` in every command.
+
+    The conditions are applied one at a time, so that an empty result names the condition that emptied it, how
+    many rows it saw, and what its column holds there. A table with no rows is refused the same way."""
+    n = _n_rows(table)
+    if not n:
+        raise UserError(no_rows([]))
+    mask = np.ones(n, bool)
+    before: list[str] = []
+    for cond in _conditions(conditions):
+        narrowed = mask & cond.mask(table)
+        if not narrowed.any():
+            left = f"the {n} rows" if not before else f"the {int(mask.sum())} rows left by {' and '.join(before)}"
+            holds = holding(table, cond.column, mask)
+            raise UserError(f"{cond.text!r} matches none of {left} ({cond.column} holds {holds})")
+        mask = narrowed
+        before.append(repr(cond.text))
+    return mask
+
+
+def holding(table, column: str, mask: np.ndarray) -> str:
+    """What ``column`` holds on the masked rows, for a message: a range of numbers, or up to 12 distinct values."""
+    cells = [c for c, keep in zip(list(table[column]), mask) if keep]
+    numbers = [_number(str(c)) for c in cells]
+    if numbers and all(x is not None for x in numbers):
+        lo, hi = min(numbers), max(numbers)
+        return f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"
+    seen = sorted({str(c).strip() for c in cells})
+    return ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
 
 
 def any_of(table, conditions) -> np.ndarray:

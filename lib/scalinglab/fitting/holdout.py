@@ -37,6 +37,7 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     _n_rows,
     _number,
     any_of,
+    chosen,
     no_rows,
     parse_condition,
     where,
@@ -226,10 +227,10 @@ def split_rows(table, select, held_out=None) -> tuple[np.ndarray, np.ndarray]:
     """(rows to fit, rows held out) as table indices: ``select`` (a mask or conditions, all met) chooses the rows,
     and of those the ones ``held_out`` matches (a mask or conditions, any of them) are held out. A selection that
     matches nothing, or a hold-out that takes none of the chosen rows or all of them, is a one-line UserError."""
-    keep = rows_mask(table, select)
+    keep = rows_mask(table, select) if is_mask(select) or select is None else chosen(table, select)
     if not keep.any():
         raise UserError(f"the selection mask matches none of the {keep.size} rows" if is_mask(select)
-                        else no_rows([str(c) for c in _conditions(select)], keep.size))
+                        else no_rows([], keep.size))
     if held_out is None or (not is_mask(held_out) and not _conditions(held_out)):
         return np.flatnonzero(keep), np.array([], int)
     out = rows_mask(table, held_out, match="any") & keep
