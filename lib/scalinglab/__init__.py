@@ -31,12 +31,13 @@ def load_runs(path: str | None = None, *, dataset: str | None = None):
     return _load(path, dataset=dataset)
 
 
-def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: int = 0, bootstrap: int = 0,
+def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, tied=None, drop_highest: int = 0, bootstrap: int = 0,
         seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, options=None,
         **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
     return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``). ``where``: row
-    conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``drop_highest``: leave
+    conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters
+    held equal to another, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``); ``drop_highest``: leave
     out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``:
     resamples (of rows, or of whole groups named by the column ``bootstrap_by``), or give ``options``
     (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by`` and
@@ -59,11 +60,13 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: 
                         f"(e.g. n='params'){hint}")
     if options is not None:
         given = [k for k, v, default in (("bootstrap", bootstrap, 0), ("seed", seed, 0), ("level", level, 0.95),
-                                         ("bootstrap_by", bootstrap_by, None), ("delta", delta, None))
+                                         ("bootstrap_by", bootstrap_by, None), ("delta", delta, None),
+                                         ("tied", tied, None))
                  if v != default]
         if given:   # bootstrap=50 beside options=FitOptions(...) was dropped without a word
-            raise UserError(f"sl.fit: {given[0]}= given beside options=; options' resampling and delta decide, so "
-                            f"give it there (FitOptions(delta=..., resampling=Resampling(n, by, seed, level)))")
+            raise UserError(f"sl.fit: {given[0]}= given beside options=; options' resampling, delta and ties "
+                            "decide, so give it there (FitOptions(delta=..., tied=..., resampling=Resampling(n, by, "
+                            "seed, level)))")
         if not isinstance(options, FitOptions):
             raise UserError(f"sl.fit: options must be a FitOptions, not {type(options).__name__}")
     if where is not None and not isinstance(where, str) and not (
@@ -75,7 +78,7 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, drop_highest: 
         runs = Runs(_table(runs), "table")
     form = registry.get(law)
     if options is None:
-        options = FitOptions(delta=HUBER_DELTA if delta is None else delta,
+        options = FitOptions(delta=HUBER_DELTA if delta is None else delta, tied=tied or (),
                              resampling=Resampling(bootstrap, bootstrap_by, seed, level))
     cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
     request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)

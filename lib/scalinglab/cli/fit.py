@@ -57,6 +57,10 @@ def _add_fit_flags(p) -> None:
     p.add_argument("--tie-exponents", action="store_true",
                    help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
                         "parameters, so 8 runs are enough; a = b = 0.5 by construction")
+    p.add_argument("--tie", action="append", metavar="NAME=OTHER",
+                   help="hold parameter NAME equal to OTHER, for any law (e.g. --tie Rstar_N=Rstar_D with --law "
+                        "data_constrained); repeat for several. With Chinchilla's law only beta=alpha, which is "
+                        "--tie-exponents")
     p.add_argument("--solver", choices=("grid", "varpro"), default="grid",
                    help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
                         "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
@@ -67,11 +71,13 @@ def _add_fit_flags(p) -> None:
                         "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
 
 
-def _options(args):
-    """FitOptions from --fix and --tie-exponents, or a UserError naming the flag and the value."""
+def _chinchilla_options(args):
+    """(FitOptions, fixed) for Chinchilla's solver from --fix, --tie, --tie-exponents, --solver and --delta, or a
+    UserError naming the flag and the value."""
+    from scalinglab.cli.laws import parse_tie
     from scalinglab.errors import UserError
     from scalinglab.fitting.law import PARAMS
-    from scalinglab.fitting.options import FitOptions, fixed_value, param_name
+    from scalinglab.fitting.options import FitOptions, fixed_value, param_name, parametrisation
 
     fixed = []
     for text in args.fix or []:
@@ -87,22 +93,45 @@ def _options(args):
     from scalinglab.cli.tables import check_delta
 
     delta = check_delta(getattr(args, "delta", None))
+    tied = parse_tie(getattr(args, "tie", None), param_name)
     try:
-        return FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
-                            delta=delta)
+        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
+                             delta=delta, tied=tied)
+        parametrisation(options)  # Chinchilla's solver ties beta to alpha only: say so before reading the runs
+        return options, dict(options.fixed)
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
-        flags = " ".join([f"--fix {t}" for t in args.fix or []] + (["--tie-exponents"] if args.tie_exponents else []))
+        flags = " ".join([f"--fix {t}" for t in args.fix or []] + [f"--tie {t}" for t in args.tie or []]
+                         + (["--tie-exponents"] if args.tie_exponents else []))
         raise UserError(f"{flags}: {said(exc)}") from None
+
+
+def _law_options(args, law):
+    """(FitOptions, fixed) for a registry law from --fix, --tie and --delta, checked before the runs are read."""
+    from scalinglab.cli.laws import parse_fix, parse_tie
+    from scalinglab.cli.tables import check_delta
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.laws.base import check_ties
+    from scalinglab.fitting.options import FitOptions
+
+    fixed = parse_fix(args.fix, law)
+    tied = parse_tie(args.tie, lambda name: law.param(name).name)
+    try:
+        options = FitOptions(delta=check_delta(args.delta), tied=tied)
+        check_ties(law, options.tied, fixed)   # a parameter fixed and tied, a circle
+    except UserError as exc:
+        given = " ".join([f"--fix {t}" for t in args.fix or []] + [f"--tie {t}" for t in args.tie or []])
+        raise UserError(f"{given}: {said(exc)}") from None
+    return options, fixed
 
 
 def _request(args, law):
     """The fit asked for, every flag checked before anything is read: a bad flag is the user's first problem."""
     from dataclasses import replace
 
-    from scalinglab.cli.laws import parse_fix, refuse_fit_flags
-    from scalinglab.cli.tables import check_delta, check_level, check_resampling
+    from scalinglab.cli.laws import refuse_fit_flags
+    from scalinglab.cli.tables import check_level, check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.fitting.options import FitOptions, Resampling
+    from scalinglab.fitting.options import Resampling
     from scalinglab.fitting.workflow import FitRequest
 
     chinchilla = law.name == "chinchilla"
@@ -124,9 +153,8 @@ def _request(args, law):
         from scalinglab.fitting.saved import check_save_path
 
         check_save_path(args.save)
-    options = _options(args) if chinchilla else FitOptions(delta=check_delta(args.delta))
+    options, fixed = _chinchilla_options(args) if chinchilla else _law_options(args, law)
     options = replace(options, resampling=Resampling(args.bootstrap, args.bootstrap_by, args.seed, args.level))
-    fixed = dict(options.fixed) if chinchilla else parse_fix(args.fix, law)
     return FitRequest(law, None, options, fixed, args.drop_highest, tuple(args.compute or ()),
                       progress=args.bootstrap > 0 and sys.stderr.isatty(), calibrate=bool(args.save))
 

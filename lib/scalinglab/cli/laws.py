@@ -71,6 +71,24 @@ def parse_fix(items, law) -> dict[str, float]:
     return out
 
 
+def parse_tie(items, names) -> tuple[tuple[str, str], ...]:
+    """--tie NAME=OTHER (NAME held equal to OTHER) as (name, other) pairs, the names checked by ``names`` (a law's
+    ``param``, returning the canonical name), or a UserError naming the flag."""
+    from scalinglab.errors import UserError
+
+    out = []
+    for text in items or []:
+        name, sep, other = text.partition("=")
+        if not sep or not name.strip() or not other.strip():
+            raise UserError(f"--tie {text!r}: expected NAME=OTHER, the parameter NAME held equal to OTHER "
+                            "(e.g. --tie beta=alpha)")
+        try:
+            out.append((names(name.strip()), names(other.strip())))
+        except UserError as exc:
+            raise UserError(f"--tie {text}: {said(exc)}") from None
+    return tuple(out)
+
+
 def refuse_fit_flags(args, law) -> None:
     """The `fit` flags that only Chinchilla's form supports, refused with a reason."""
     from scalinglab.errors import UserError
@@ -79,8 +97,8 @@ def refuse_fit_flags(args, law) -> None:
         raise UserError(f"--compute: compute-optimal allocations come from Chinchilla's form; law {law.name} "
                         "gives none (use --law chinchilla)")
     if args.tie_exponents:
-        raise UserError(f"--tie-exponents ties Chinchilla's alpha and beta; law {law.name} has no such pair "
-                        "(--law gadre is the tied form; --fix holds a parameter)")
+        raise UserError(f"--tie-exponents ties Chinchilla's alpha and beta; for law {law.name} name the pair "
+                        "with --tie NAME=OTHER (--law gadre is the tied form; --fix holds a parameter)")
     if args.drop_highest and law.target != "loss":
         raise UserError(f"--drop-highest drops the highest losses; law {law.name} predicts a downstream metric")
     if args.save:

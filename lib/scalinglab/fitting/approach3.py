@@ -64,7 +64,9 @@ def _fit_law(law, inputs, y, *, options, fixed, objective, delta, n_boot, seed, 
     """The registry's entry to this module's solver, with ``options``' solver settings: least squares is the
     Huber objective with δ = ∞ (every residual on the quadratic branch), half the sum of squares, as in the
     registry's other laws. ``names``: role -> column, for the messages that name the runs' columns."""
-    opts = replace(options, delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()))
+    parametrisation(options)   # a tie other than beta = alpha is refused here; that one is tie_exponents
+    opts = replace(options, delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()),
+                   tie_exponents=options.tie_exponents or bool(options.tied), tied=())
     cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
     return fit_arrays(inputs["n"], inputs["d"], y, opts, n_boot=n_boot, seed=seed, level=level, groups=groups,
                       unit=unit, progress=progress, names=cols)

@@ -136,6 +136,9 @@ class FitOptions:
     # tied pair fixes both. Invalid or degenerate combinations are a UserError here, at construction.
     fixed: tuple[tuple[str, float], ...] = ()
     tie_exponents: bool = False
+    # Parameters tied to another, lmfit's ``expr="other"``: (name, other) pairs (a dict is accepted), every law.
+    # ``tied={"beta": "alpha"}`` on Chinchilla's law is ``tie_exponents``; the law checks the names.
+    tied: tuple[tuple[str, str], ...] = ()
     # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one
     # start, the least-squares law found by variable projection, ``fitting.varpro``; then the same polish).
     solver: str = "grid"
@@ -150,6 +153,7 @@ class FitOptions:
             raise OptionError("the varpro solver fits free or tied exponents; fixed parameters need the grid solver "
                               "({solver} grid)", "solver")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
+        object.__setattr__(self, "tied", normalise_ties(self.tied))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))
         # An exponent held past MAX_FIXED_EXPONENT is no exponent a law means (beta = 1e300 was accepted). Up to
         # it, a term it makes negligible at every run is reported as not identified (alpha = 10 is such a test).
@@ -221,6 +225,26 @@ def normalise_fixed(fixed, tie_exponents: bool = False) -> tuple[tuple[str, floa
     if len(out) == len(PARAMS):
         raise UserError("every parameter is fixed: there is nothing to fit")
     return tuple((p, out[p]) for p in PARAMS if p in out) + tuple(other.items())
+
+
+def normalise_ties(tied) -> tuple[tuple[str, str], ...]:
+    """Ties as ((name, other), ...): each a parameter held equal to another, named once and not to itself. The
+    law they are fitted with checks that both exist (``fitting.laws.base.check_ties``)."""
+    pairs = tied.items() if isinstance(tied, Mapping) else tied
+    out: dict[str, str] = {}
+    for pair in pairs:
+        try:
+            name, other = (str(x).strip() for x in pair)
+        except (TypeError, ValueError):
+            raise UserError(f"tied {pair!r}: a tie is a pair (name, the parameter it equals)") from None
+        if not name or not other:
+            raise UserError(f"tied {pair!r}: a tie names two parameters")
+        if name.lower() == other.lower():
+            raise UserError(f"{name} is tied to itself")
+        if name in out:
+            raise UserError(f"{name} is tied twice ({out[name]} and {other})")
+        out[name] = other
+    return tuple(out.items())
 
 
 @dataclass(frozen=True)
@@ -303,8 +327,15 @@ def parametrisation(options: FitOptions | None = None) -> Parametrisation:
     other = [k for k in fixed if k not in PARAMS]
     if other:   # another law's parameter reached Chinchilla's solver
         raise UserError(f"fixed {other[0]}: Chinchilla's law has no such parameter; one of {', '.join(PARAMS)}")
+    ties = {param_name(k): param_name(v) for k, v in opts.tied}
+    if ties and ties not in ({"beta": "alpha"}, {"alpha": "beta"}):
+        raise UserError("Chinchilla's solver ties its exponents only (beta = alpha), not "
+                        f"{' and '.join(f'{k} to {v}' for k, v in ties.items())}")
+    if ties and len({"alpha", "beta"} & fixed.keys()) == 1:   # tied to a held exponent: held at it too
+        fixed["alpha"] = fixed["beta"] = fixed.get("alpha", fixed.get("beta"))
     ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")
-    tied = opts.tie_exponents and "beta" not in fixed  # both fixed: nothing left to tie
+    # Both exponents fixed: nothing left to tie (``normalise_fixed`` fixes both when tie_exponents holds one).
+    tied = (opts.tie_exponents or bool(ties)) and not {"alpha", "beta"} <= fixed.keys()
     free = tuple(i for i, p in enumerate(PARAMS) if p not in fixed and not (tied and i == ib))
     # θ holds E, A and B as logs (THETA), the exponents as they are.
     as_theta = {p: float(np.log(v)) if p in ("E", "A", "B") else v for p, v in fixed.items()}

@@ -185,6 +185,7 @@ class LawFit:
     unidentified: tuple[str, ...] = ()
     grad_norm: float = float("nan")
     options: FitOptions | None = None
+    ties: dict[str, str] = field(default_factory=dict)   # name -> the free parameter it equals (the engine's ties)
 
     # --- the closed form's questions (Chinchilla: n_opt, d_opt, loss, a, b, theta, E ... beta) ----------------
 
@@ -243,7 +244,7 @@ class LawFit:
         """The parameters the fit estimated (alpha stands for a tied pair)."""
         if self.options is not None:
             return parametrisation(self.options).names
-        return tuple(k for k in self.law.names if k not in self.fixed)
+        return tuple(k for k in self.law.names if k not in self.fixed and k not in self.ties)
 
     @property
     def n_free(self) -> int:
@@ -333,6 +334,8 @@ class LawFit:
                                "fixed": dict(self.fixed), "n_free": self.n_free}
         if self.objective_kind == "huber":
             out["delta"] = self.delta
+        if self.ties:
+            out["tied"] = dict(self.ties)
         if self.options is not None:
             out["tie_exponents"] = self.tied
             if self.options.solver != "grid":  # only when asked for: the default output keeps its keys
@@ -356,7 +359,8 @@ class LawFit:
                  + f"; law {law.name}: {law.formula}", law.citation,
                  how + (f", {self.n_starts} starts" if solver == "grid" else f", one start from {solver} "
                         f"(--solver {solver})")]
-        held = [f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
+        held = ([f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
+                + [f"{k} tied to {v}" for k, v in self.ties.items()])
         if held:
             lines.append(f"constraints: {', '.join(held)}; {self.n_free} free parameters "
                          f"(at least {min_rows(self.n_free)} runs needed)")
@@ -389,7 +393,8 @@ class LawFit:
         bs, law = self.bootstrap, self.law
         width = max(7, max(len(k) for k in (*law.names, *law.derived)) + 2)
         rows = [f"{'':<{width}}{'estimate':>12}" + (bs.table_head() if bs else "")]
-        marks = {k: "fixed" for k in self.fixed} | {k: "not identified" for k in self.unidentified}
+        marks = ({k: "fixed" for k in self.fixed} | {k: f"= {v} (tied)" for k, v in self.ties.items()}
+                 | {k: "not identified" for k in self.unidentified})
         if self.tied:
             marks.update(beta="= alpha (tied)", a="= 0.5 as beta = alpha", b="= 0.5 as beta = alpha")
         elif law.derived and {"alpha", "beta"} <= self.fixed.keys():

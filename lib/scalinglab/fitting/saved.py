@@ -88,7 +88,9 @@ def data_hash(N, D, L) -> str:
 def to_json(saved: SavedFit) -> dict[str, Any]:
     res, bs = saved.result, saved.result.bootstrap
     # The bootstrap's own record (below) says how it resampled; the options keep the solver's settings.
-    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions) if f.name != "resampling"}
+    # Chinchilla's solver takes one tie, beta = alpha: saved as tie_exponents, the key older files hold.
+    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions) if f.name not in ("resampling", "tied")}
+    opts["tie_exponents"] = bool(res.options.tie_exponents or res.options.tied)
     opts["fixed"] = [list(p) for p in opts["fixed"]]
     opts["lower"], opts["upper"] = list(opts["lower"]), list(opts["upper"])
     boot = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,39 @@ def check_fixed(law: Law, fixed: Mapping[str, float] | None, ranges: bool = True
     return out
 
 
+def check_ties(law: Law, tied, fixed: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """(fixed, ties): each tie ``name -> other`` by the law's names, followed to a free parameter (a chain
+    ``c = b = a`` ties both to a); a tie to a fixed parameter fixes it at that value. A UserError names an
+    unknown parameter, a parameter both fixed and tied, or a cycle."""
+    ties = {}
+    for name, other in dict(tied or ()).items():
+        a, b = law.param(name).name, law.param(other).name
+        if a in fixed:
+            raise UserError(f"{a} is both fixed (at {fixed[a]:g}) and tied to {b}; give one of them")
+        ties[a] = b
+    roots: dict[str, str] = {}
+    for name in ties:
+        seen, at = [name], ties[name]
+        while at in ties:
+            if at in seen:
+                raise UserError(f"the ties {' = '.join([*seen, at])} go round in a circle: nothing is left to fit")
+            seen.append(at)
+            at = ties[at]
+        roots[name] = at
+    fixed = dict(fixed)
+    for name, root in list(roots.items()):
+        if root in fixed:  # tied to a held value: held at it too, within its own range
+            p, v = law.param(name), fixed[root]
+            if not p.lower <= v <= p.upper:
+                raise UserError(f"{name} tied to {root} = {v:g}: law {law.name} allows {name} in "
+                                f"[{p.lower:g}, {p.upper:g}]")
+            fixed[name] = v
+            del roots[name]
+    if len(fixed) + len(roots) >= len(law.params):
+        raise UserError(f"every parameter of law {law.name} is fixed or tied: nothing left to fit")
+    return {k: fixed[k] for k in law.names if k in fixed}, roots
+
+
 def check_inputs(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, n_free: int) -> None:
     """UserError unless the runs can pin the free parameters: more runs than free parameters, and each
     input taking at least two values."""
@@ -77,19 +111,31 @@ def check_inputs(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, n_fr
 class _Problem:
     """The free coordinates of a law's fit: z (log for log-parameters) ↔ parameter values."""
 
-    def __init__(self, law: Law, fixed: dict[str, float], inputs, y, space: str):
-        self.law, self.fixed, self.inputs = law, fixed, inputs
-        self.free = [p for p in law.params if p.name not in fixed]
+    def __init__(self, law: Law, fixed: dict[str, float], inputs, y, space: str, ties: dict[str, str] | None = None):
+        self.law, self.fixed, self.inputs, self.ties = law, fixed, inputs, dict(ties or {})
+        self.free = [p for p in law.params if p.name not in fixed and p.name not in self.ties]
         self.y = np.asarray(y, float)
         self.ty = transform(y, space)
         self.space = space
-        self.lo = np.array([np.log(p.lower) if p.log else p.lower for p in self.free])
-        self.hi = np.array([np.log(p.upper) if p.log else p.upper for p in self.free])
+        # A free parameter's box is its own range cut to the ranges of the parameters tied to it.
+        self.bounds = {}
+        for p in self.free:
+            lo, hi = p.lower, p.upper
+            for q in (law.param(k) for k, root in self.ties.items() if root == p.name):
+                lo, hi = max(lo, q.lower), min(hi, q.upper)
+            if lo > hi:
+                raise UserError(f"{p.name} and the parameters tied to it have no range in common "
+                                f"(law {law.name}: {', '.join(k for k, r in self.ties.items() if r == p.name)})")
+            self.bounds[p.name] = (lo, hi)
+        self.lo = np.array([np.log(self.bounds[p.name][0]) if p.log else self.bounds[p.name][0] for p in self.free])
+        self.hi = np.array([np.log(self.bounds[p.name][1]) if p.log else self.bounds[p.name][1] for p in self.free])
 
     def params(self, z) -> dict[str, float]:
         out = dict(self.fixed)
         for p, v in zip(self.free, z):
             out[p.name] = float(np.exp(v) if p.log else v)
+        for name, root in self.ties.items():  # a tie holds bit for bit: the same float
+            out[name] = out[root]
         return {k: out[k] for k in self.law.names}
 
     def z(self, params: Mapping[str, float]) -> np.ndarray:
@@ -105,7 +151,8 @@ class _Problem:
         values = []
         for p in self.free:
             vals = p.starts(self.inputs, y) if callable(p.starts) else p.starts
-            vals = [min(max(v, p.lower), p.upper) for v in vals]
+            lo, hi = self.bounds[p.name]
+            vals = [min(max(v, lo), hi) for v in vals]
             values.append([np.log(v) if p.log else v for v in vals])
         grid = np.array(list(itertools.product(*values)), float)
         if len(grid) > MAX_STARTS:  # thin evenly: keep the grid's spread, not its first corner
@@ -221,6 +268,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
                            rs.level if level is None else level)
     unit = unit or rs.by or "groups"
     fixed = check_fixed(law, dict(opts.fixed) if fixed is None else fixed, ranges=law.fitter is None)
+    fixed, ties = check_ties(law, opts.tied, fixed)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
         raise UserError(f"objective {kind!r}: expected huber or squares")
@@ -230,20 +278,21 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
         missing = [r for r in law.inputs if r not in inputs]
         if missing:
             raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
+        opts = replace(opts, tied=tuple(ties.items()))  # by the law's names, each to a free parameter
         return law.fitter(law, inputs, y, options=opts, fixed=fixed, objective=kind, delta=delta, n_boot=n_boot,
                           seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
-    check_inputs(law, inputs, y, len(law.params) - len(fixed))
-    prob = _Problem(law, fixed, inputs, y, law.space)
+    check_inputs(law, inputs, y, len(law.params) - len(fixed) - len(ties))
+    prob = _Problem(law, fixed, inputs, y, law.space, ties)
     starts = prob.starts(y)
     z, obj, rss, ok = _solve(prob, starts, kind, delta)
     if z is None:
         nan = {k: fixed.get(k, float("nan")) for k in law.names}
-        return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed)
+        return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed, ties=ties)
     bound = _at_bound(prob, z)
     loose = _unidentified(prob, z)
     status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "failed")
     fit = LawFit(law, prob.params(z), status, obj, kind, delta, len(y), len(starts), rss=rss, at_bound=bound,
-                 fixed=fixed, unidentified=loose)
+                 fixed=fixed, unidentified=loose, ties=ties)
     if n_boot:
         fit = _with_bootstrap(fit, prob, starts, kind, delta, n_boot, seed, level, groups, unit, progress)
     return fit
@@ -251,7 +300,6 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
 
 def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, seed, level, groups, unit,
                     progress) -> LawFit:
-    from dataclasses import replace
 
 
     # The replicates start from the full-data optimum and the grid starts that scored best on all the data.
@@ -262,7 +310,8 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     n = fit.n_rows
     samples, ok = [], []
     for idx in progress_bar(resample_indices(n, n_boot, seed, groups), f"bootstrap {fit.law.name}", progress):
-        sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space)
+        sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space,
+                       prob.ties)
         z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
         good = z is not None and success and not _at_bound(sub, z)
         ok.append(good)
@@ -272,6 +321,7 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     law = prob.law
     bs = Bootstrap(np.array(samples, float).reshape(-1, len(law.names)), law.names, n_boot, int(n_boot - sum(ok)),
                    level, seed, constant=tuple(fit.fixed), unit="runs" if groups is None else unit, n_units=n_units,
-                   derived=law.derived, scale=law.scale_params)
+                   derived=law.derived, scale=law.scale_params,
+                   free=tuple(p.name for p in prob.free) if prob.ties else None)
     return replace(fit, bootstrap=bs)
 
