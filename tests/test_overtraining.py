@@ -71,7 +71,7 @@ def test_rows_select_by_conditions_and_predictions_keep_table_rows():
 @pytest.mark.parametrize("change, rows, message", [
     (lambda t: t.pop("loss"), None, "no column 'loss'"),
     (lambda t: t["N"].__setitem__(3, 0.0), None, "column 'N' must be positive; row 3 is 0"),
-    (lambda t: t["loss"].__setitem__(5, np.nan), None, "column 'loss' has a missing or non-finite value at row 5"),
+    (lambda t: t["loss"].__setitem__(5, np.nan), None, "column 'loss' has 1 missing or non-finite value(s) (first at row 5)"),
     (lambda t: t.update(D=list(t["D"][:6]) + ["many"] + list(t["D"][7:])), None,
      "column 'D' holds a non-number at row 6: 'many'"),
     (None, "N<2e7", "need at least 5 runs"),

@@ -46,7 +46,7 @@ class Runs:
 
     @cached_property
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
-        from scalinglab.fitting.holdout import split_rows
+        from scalinglab.fitting.conditions import split_rows
 
         return split_rows(self.table, list(self.where), list(self.holdout))
 

@@ -36,21 +36,15 @@ def _proposal(path: str, args):
 
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
-    from scalinglab.fitting.rows import column, positive_logs
+    from scalinglab.fitting.approach3 import chinchilla_arrays
     from scalinglab.runs import read_table
 
     table = read_table(path)
-    col, n_col = args.c_col or args.d_col or "D", args.n_col or "N"
-    try:
-        for c in (n_col, col):
-            if c not in table:
-                raise UserError(f"no column {c!r}; the table has {', '.join(table)}")
-        N, X = column(table, n_col), column(table, col)
-        positive_logs(N, n_col)
-        positive_logs(X, col)
+    try:   # runs not trained yet: N and D (or C) only
+        N, D, _, _ = chinchilla_arrays(table, None, args.n_col or "N", args.d_col or "D", None, c_col=args.c_col)
     except UserError as exc:
         raise UserError(f"{path}: {named_row(exc, table)}") from None
-    return N, X / (6 * N) if args.c_col else X
+    return N, D
 
 
 def _run(args) -> int:

@@ -32,6 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.conditions import _n_rows
 from scalinglab.fitting.form import Law, Param
 from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
@@ -44,7 +45,6 @@ from scalinglab.fitting.options import (
     parametrisation,
 )
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
-from scalinglab.fitting.rows import column as _column
 from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, unit_counts
 from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
 
@@ -395,6 +395,20 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
                      derived=CHINCHILLA.derived, scale=CHINCHILLA.scale_params)
 
 
+def chinchilla_arrays(table, rows=None, n_col: str = "N", d_col: str | None = "D", loss_col: str | None = "loss",
+                      *, c_col: str | None = None):
+    """(N, D, L, names) at the table's ``rows`` (all when None), read by ``fitting.columns.inputs_at``, the reader
+    every law's fit uses; D = C/(6N) when ``c_col`` is given; L None when ``loss_col`` is (runs not trained yet).
+    Errors name the column and the table's row."""
+    from scalinglab.fitting.columns import Columns, inputs_at
+
+    cols = Columns(n=n_col, d=None if c_col else d_col, loss=loss_col, c=c_col)
+    rows = np.arange(_n_rows(table)) if rows is None else rows
+    inputs, L = inputs_at(CHINCHILLA, table, rows, cols, target=loss_col is not None)
+    names = cols.names(CHINCHILLA)
+    return inputs["n"], inputs["d"], L, (names["n"], names["d"], names["y"])
+
+
 def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
                     c_col: str | None = None, drop_highest: int = 0):
     """(N, D, L, names) from a DataFrame or a dict of columns; D = C/(6N) when ``c_col`` is given.
@@ -402,15 +416,8 @@ def runs_from_table(table, n_col: str = "N", d_col: str | None = "D", loss_col: 
     Every value is checked (a number, finite, positive) before the
     ``drop_highest`` highest losses are removed, so row numbers in errors are the table's.
     """
-    cols = [n_col, loss_col, c_col or d_col]
-    absent = [c for c in cols if c not in table]
-    if absent:
-        raise UserError(f"no column {absent[0]!r}; the table has {', '.join(map(str, table))}")
-    N, L, X = (_column(table, c) for c in cols)
-    for x, c in zip((N, L, X), cols):
-        positive_logs(x, c)
-    D, d_name = (X / (6.0 * N), f"{c_col}/(6*{n_col})") if c_col else (X, d_col)
+    N, D, L, names = chinchilla_arrays(table, None, n_col, d_col, loss_col, c_col=c_col)
     keep = keep_below_highest(L, drop_highest)
-    return N[keep], D[keep], L[keep], (n_col, d_name, loss_col)
+    return N[keep], D[keep], L[keep], names
 
 

@@ -152,3 +152,40 @@ def any_of(table, conditions) -> np.ndarray:
     for cond in _conditions(conditions):
         mask |= cond.mask(table)
     return mask
+
+
+def is_mask(x) -> bool:
+    return x is not None and not isinstance(x, (str, Condition)) and np.asarray(x).dtype == bool
+
+
+def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
+    """A boolean mask over the table's rows from ``rows``: a boolean mask (checked for length),
+    conditions (a row must match all of them, or any with ``match="any"``), or None (every row)."""
+    n = _n_rows(table)
+    if is_mask(rows):
+        mask = np.asarray(rows, bool)
+        if mask.shape != (n,):
+            raise UserError(f"the mask has {mask.size} entries; the table has {n} rows")
+        return mask
+    if rows is None:
+        return np.ones(n, bool)
+    return any_of(table, rows) if match == "any" else where(table, rows)
+
+
+def split_rows(table, select, held_out=None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows to fit, rows held out) as table indices: ``select`` (a mask or conditions, all met) chooses the rows,
+    and of those the ones ``held_out`` matches (a mask or conditions, any of them) are held out. A selection that
+    matches nothing, or a hold-out that takes none of the chosen rows or all of them, is a one-line UserError."""
+    keep = rows_mask(table, select) if is_mask(select) or select is None else chosen(table, select)
+    if not keep.any():
+        raise UserError(f"the selection mask matches none of the {keep.size} rows" if is_mask(select)
+                        else no_rows([], keep.size))
+    if held_out is None or (not is_mask(held_out) and not _conditions(held_out)):
+        return np.flatnonzero(keep), np.array([], int)
+    out = rows_mask(table, held_out, match="any") & keep
+    what = "the hold-out mask" if is_mask(held_out) else " or ".join(repr(str(c)) for c in _conditions(held_out))
+    if not out.any():
+        raise UserError(f"{what} holds out none of the {keep.sum()} selected rows")
+    if out.sum() == keep.sum():
+        raise UserError(f"{what} holds out all {keep.sum()} selected rows, leaving none to fit")
+    return np.flatnonzero(keep & ~out), np.flatnonzero(out)

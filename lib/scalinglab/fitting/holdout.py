@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.errors import RowError, UserError
+from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout.where etc. are the public names)
     OPS,
@@ -38,15 +38,18 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     _number,
     any_of,
     chosen,
+    is_mask,
     no_rows,
     parse_condition,
+    rows_mask,
+    split_rows,
     where,
 )
 from scalinglab.fitting.forecast import residual_sd
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions, predict
 from scalinglab.fitting.results import LawFit
-from scalinglab.fitting.rows import group_counts, keep_below_highest  # noqa: F401  group_counts re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
+from scalinglab.fitting.rows import group_counts, group_labels, keep_below_highest  # noqa: F401  group_counts re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
 from scalinglab.serialization import to_jsonable
 
 
@@ -80,32 +83,11 @@ class HoldoutResult:
         return self.heldout.summary(what, self.fit.n_rows)
 
 
-def _checked(table, col: str, rows: np.ndarray) -> np.ndarray:
-    """A column's values at ``rows``, finite and positive, or a UserError naming the table's row."""
-    if col not in table:
-        raise UserError(f"no column {col!r}; the table has {', '.join(map(str, table))}")
-    cells = list(table[col])
-    out = np.empty(len(rows))
-    for k, i in enumerate(rows):
-        x = _number(cells[i])
-        if x is None:
-            raise RowError(f"column {col!r} holds a non-number at {{row}}: {cells[i]!r}", i)
-        if not np.isfinite(x):
-            raise RowError(f"column {col!r} has a missing or non-finite value at {{row}}", i)
-        if x <= 0:
-            raise RowError(f"column {col!r} must be positive; {{row}} is {x:g}", i)
-        out[k] = x
-    return out
-
-
-def runs_at(table, rows, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
+def runs_at(table, rows, n_col: str = "N", d_col: str | None = "D", loss_col: str | None = "loss", *,
             c_col: str | None = None):
-    """(N, D, L, names) of the given rows; D = C/(6N) when ``c_col`` is given. Errors name table rows."""
-    rows = np.asarray(rows, int)
-    N, L, X = (_checked(table, c, rows) for c in (n_col, loss_col, c_col or d_col))
-    if c_col:
-        return N, X / (6.0 * N), L, (n_col, f"{c_col}/(6*{n_col})", loss_col)
-    return N, X, L, (n_col, d_col, loss_col)
+    """(N, D, L, names) of the given rows (``approach3.chinchilla_arrays``, the one reader); D = C/(6N) when
+    ``c_col`` is given. Errors name table rows."""
+    return F.chinchilla_arrays(table, rows, n_col, d_col, loss_col, c_col=c_col)
 
 
 def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col: str = "loss", *,
@@ -147,30 +129,6 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
 # --- resampling models, not rows ------------------------------------------
 
 
-def group_labels(table, groups) -> np.ndarray:
-    """One label (as text) per table row, from a column name or a sequence as long as the table."""
-    n = _n_rows(table)
-    what = "the group labels"
-    if isinstance(groups, str):
-        if groups not in table:
-            raise UserError(f"no column {groups!r} to group rows by; the table has {', '.join(map(str, table))}")
-        what = f"column {groups!r}"
-        groups = list(table[groups])
-    # A blank label would silently put every unlabelled row in one made-up group ("nan") and resample
-    # them together as if they were one model. (The CLI's CSV reader, like pandas, reads an empty cell as nan.)
-    blank = [i for i, g in enumerate(groups)
-             if g is None or (isinstance(g, float) and np.isnan(g)) or str(g).strip().lower() in ("", "nan")]
-    if blank:
-        raise RowError(f"{what} is blank in {len(blank)} row(s) (first: {{row}}): every row needs a group "
-                       "to resample by", blank[0])
-    labels = np.array([str(g) for g in groups])
-    if labels.shape != (n,):
-        raise UserError(f"{labels.size} group labels for a table of {n} rows")
-    return labels
-
-
-
-
 at_natural_floor = F.natural_floor_shares  # the share of resamples with each parameter at its natural floor
 
 
@@ -203,43 +161,6 @@ def errors_by_group(predictions: Predictions, labels) -> dict[str, dict[str, flo
     return {g: {"n": int((labels == g).sum()), "mean": float(err[labels == g].mean()),
                 "min": float(err[labels == g].min()), "max": float(err[labels == g].max())}
             for g in dict.fromkeys(labels)}
-
-
-def is_mask(x) -> bool:
-    return x is not None and not isinstance(x, (str, Condition)) and np.asarray(x).dtype == bool
-
-
-def rows_mask(table, rows, *, match: str = "all") -> np.ndarray:
-    """A boolean mask over the table's rows from ``rows``: a boolean mask (checked for length),
-    conditions (a row must match all of them, or any with ``match="any"``), or None (every row)."""
-    n = _n_rows(table)
-    if is_mask(rows):
-        mask = np.asarray(rows, bool)
-        if mask.shape != (n,):
-            raise UserError(f"the mask has {mask.size} entries; the table has {n} rows")
-        return mask
-    if rows is None:
-        return np.ones(n, bool)
-    return any_of(table, rows) if match == "any" else where(table, rows)
-
-
-def split_rows(table, select, held_out=None) -> tuple[np.ndarray, np.ndarray]:
-    """(rows to fit, rows held out) as table indices: ``select`` (a mask or conditions, all met) chooses the rows,
-    and of those the ones ``held_out`` matches (a mask or conditions, any of them) are held out. A selection that
-    matches nothing, or a hold-out that takes none of the chosen rows or all of them, is a one-line UserError."""
-    keep = rows_mask(table, select) if is_mask(select) or select is None else chosen(table, select)
-    if not keep.any():
-        raise UserError(f"the selection mask matches none of the {keep.size} rows" if is_mask(select)
-                        else no_rows([], keep.size))
-    if held_out is None or (not is_mask(held_out) and not _conditions(held_out)):
-        return np.flatnonzero(keep), np.array([], int)
-    out = rows_mask(table, held_out, match="any") & keep
-    what = "the hold-out mask" if is_mask(held_out) else " or ".join(repr(str(c)) for c in _conditions(held_out))
-    if not out.any():
-        raise UserError(f"{what} holds out none of the {keep.sum()} selected rows")
-    if out.sum() == keep.sum():
-        raise UserError(f"{what} holds out all {keep.sum()} selected rows, leaving none to fit")
-    return np.flatnonzero(keep & ~out), np.flatnonzero(out)
 
 
 def restrict(res: HoldoutResult, target) -> HoldoutResult:

@@ -1,5 +1,5 @@
-"""What every fit does with its rows, written once: reading a column as numbers (a bad cell named by its row),
-dropping the highest losses (Epoch's protocol), and the bootstrap's draws, over rows or over whole groups (a
+"""What every fit does with its rows, written once: positive logs of checked arrays, dropping the highest losses
+(Epoch's protocol), the group labels of a cluster bootstrap, and the bootstrap's draws, over rows or over whole groups (a
 cluster bootstrap), as resample counts (the batched solvers weight every row) or as row indices (the solvers that
 refit one resample at a time); and the progress bar long loops show.
 
@@ -14,19 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from scalinglab.errors import OptionError, RowError, UserError
-
-
-def column(table, col: str) -> np.ndarray:
-    """A table's column as floats; a cell that is not a number is a ``RowError`` naming its row."""
-    try:
-        return np.asarray(table[col], dtype=float)
-    except (TypeError, ValueError):
-        for i, v in enumerate(table[col]):
-            try:
-                float(v)
-            except (TypeError, ValueError):
-                raise RowError(f"column {col!r} holds a non-number at {{row}}: {v!r}", i) from None
-        raise
+from scalinglab.fitting.conditions import _n_rows
 
 
 def positive_logs(values, name: str) -> np.ndarray:
@@ -104,3 +92,25 @@ def progress_bar(iterable, desc: str, on: bool):
     from tqdm.auto import tqdm
 
     return tqdm(iterable, desc=desc)
+
+
+def group_labels(table, groups) -> np.ndarray:
+    """One label (as text) per table row, from a column name or a sequence as long as the table."""
+    n = _n_rows(table)
+    what = "the group labels"
+    if isinstance(groups, str):
+        if groups not in table:
+            raise UserError(f"no column {groups!r} to group rows by; the table has {', '.join(map(str, table))}")
+        what = f"column {groups!r}"
+        groups = list(table[groups])
+    # A blank label would silently put every unlabelled row in one made-up group ("nan") and resample
+    # them together as if they were one model. (The CLI's CSV reader, like pandas, reads an empty cell as nan.)
+    blank = [i for i, g in enumerate(groups)
+             if g is None or (isinstance(g, float) and np.isnan(g)) or str(g).strip().lower() in ("", "nan")]
+    if blank:
+        raise RowError(f"{what} is blank in {len(blank)} row(s) (first: {{row}}): every row needs a group "
+                       "to resample by", blank[0])
+    labels = np.array([str(g) for g in groups])
+    if labels.shape != (n,):
+        raise UserError(f"{labels.size} group labels for a table of {n} rows")
+    return labels

@@ -27,7 +27,7 @@ def unit_labels(table, rows, cols, by: str | None, scale_col: str | None = None)
     """(one unit label per row of ``rows``, the unit's name): ``by``'s groups; else the scale hold-out's column
     where its values repeat (a budget column held out above a value: its budgets); else budgets (a compute
     column whose values repeat, or a law's x); else sizes (N repeating); else each run its own unit."""
-    from scalinglab.fitting.holdout import group_labels
+    from scalinglab.fitting.rows import group_labels
 
     rows = np.asarray(rows, int)
     if by:

@@ -97,8 +97,7 @@ def predict_table(saved, table, rows, cols: dict[str, str], level: float | None 
     if loss_given and loss_col not in table:
         raise OptionError(f"{{loss_col}}: no column {loss_col!r}; the table has {', '.join(table)}", "loss_col")
     with_loss = loss_col in table
-    # Without a loss column the runs are read with N in its place, and their "loss" is never used.
-    N, D, L, _ = runs_at(table, rows, n_col, d_col, loss_col if with_loss else n_col, c_col=c_col)
+    N, D, L, _ = runs_at(table, rows, n_col, d_col, loss_col if with_loss else None, c_col=c_col)
     res, bs = saved.result, saved.result.bootstrap
     level = level if level is not None else (bs.level if bs is not None else 0.95)
     out = prediction_rows(res, N, D, saved.domain, saved.residual_sd, level, L if with_loss else None)

@@ -124,10 +124,9 @@ class FitReport:
 def fit_runs(runs, request: FitRequest) -> FitReport:
     """Fit ``request.law`` to the ``runs``' selected rows and predict the held-out ones (errors name the table's
     rows: ``RowError``)."""
-    from scalinglab.fitting.holdout import group_labels
     from scalinglab.fitting.laws import fit_law, inputs_at, predict_rows
     from scalinglab.fitting.predictions import residual_sd
-    from scalinglab.fitting.rows import keep_below_highest
+    from scalinglab.fitting.rows import group_labels, keep_below_highest
 
     law, cols, opts = request.law, request.columns, request.options
     rows = runs.rows

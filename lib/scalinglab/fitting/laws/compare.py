@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import OptionError, UserError
-from scalinglab.fitting import holdout as H
+from scalinglab.fitting.conditions import is_mask, rows_mask
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_arrays, predict_rows
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.results import LawFit
-from scalinglab.fitting.rows import unit_picks
+from scalinglab.fitting.rows import group_labels, unit_picks
 from scalinglab.serialization import to_jsonable
 
 PAIRED_BOOT = 2000
@@ -187,8 +187,8 @@ def _is_number(v) -> bool:
 def _split_mask(laws, table, keep, cols, holdout, order_by, train_frac) -> tuple[np.ndarray, str]:
     """Held-out rows (a mask over the table) and a label saying how they were chosen."""
     if holdout is not None:
-        mask = H.rows_mask(table, holdout, match="any") & keep
-        label = ("the given rows" if H.is_mask(holdout) else " or ".join(
+        mask = rows_mask(table, holdout, match="any") & keep
+        label = ("the given rows" if is_mask(holdout) else " or ".join(
             map(str, [holdout] if isinstance(holdout, str) else holdout))) + " held out"
         return mask, label
     if not 0 < train_frac < 1:
@@ -267,7 +267,7 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
     if len({law.target for law in laws}) > 1:
         raise UserError(f"laws {', '.join(law.name for law in laws)} do not share a target (loss vs a downstream "
                         "metric): their errors do not compare")
-    keep = H.rows_mask(table, select)
+    keep = rows_mask(table, select)
     if not keep.any():
         raise UserError("no rows selected")
     held, split_label = _split_mask(laws, table, keep, cols, holdout, order_by, train_frac)
@@ -280,11 +280,11 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
     labels = None
     if group_by or logo:
         if group_by:
-            labels = H.group_labels(table, group_by)
+            labels = group_labels(table, group_by)
         else:  # each distinct value of the first input: each model size for L(N, D)
             first = laws[0].inputs[0]
             col = cols.c if first == "d" and cols.c else cols.for_role(first)
-            labels = H.group_labels(table, col)
+            labels = group_labels(table, col)
             group_by = col
     scores: dict[str, LawScore] = {}
     from scalinglab.fitting.rows import progress_bar
@@ -319,7 +319,7 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
         # Only laws scored on the same held-out runs compare pairwise (a refused split has none).
         errors = {k: rank_by[k].log_error for k in ranking if np.array_equal(units_of[k], units_of[best])}
         rows = units_of[best]
-        units = H.group_labels(table, paired_by)[rows] if paired_by else rows
+        units = group_labels(table, paired_by)[rows] if paired_by else rows
         differences = _paired(errors, units, best, paired_boot, seed, level)
         verdict = _verdict(ranking, differences, level, "split", f"{paired_by} values" if paired_by else "runs")
     else:

@@ -1,0 +1,61 @@
+"""One reader from a table to a law's arrays (``fitting.columns.inputs_at``): Chinchilla's table helpers, held-out
+checks, the front door and the CLI read the same cells the same way and name a bad cell in the same words."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scalinglab as sl
+from conftest import refused
+from scalinglab.errors import RowError, UserError
+from scalinglab.fitting import approach3 as F
+from scalinglab.fitting import holdout as H
+
+
+def table(bad=None):
+    n = np.repeat(np.geomspace(1e7, 1e9, 4), 4)
+    d = np.tile(np.geomspace(1e9, 1e11, 4), 4)
+    t = pd.DataFrame({"N": n, "C": 6 * n * d, "loss": 1.7 + 400 / n**0.3 + 400 / d**0.3})
+    if bad is not None:
+        col, row, value = bad
+        t[col] = t[col].astype(object)
+        t.loc[row, col] = value
+    return t
+
+
+def test_the_readers_return_the_same_arrays():
+    t = table()
+    a = F.runs_from_table(t, "N", c_col="C")
+    b = H.runs_at(t, np.arange(len(t)), "N", c_col="C")
+    c = F.chinchilla_arrays(t, None, "N", c_col="C")
+    for x, y, z in zip(a[:3], b[:3], c[:3]):
+        assert np.array_equal(x, y) and np.array_equal(x, z)
+    assert a[3] == b[3] == c[3] == ("N", "C/(6*N)", "loss")
+    assert np.allclose(a[1], t.C / (6 * t.N))
+    none = F.chinchilla_arrays(t[["N", "C"]], None, "N", loss_col=None, c_col="C")
+    assert none[2] is None and np.array_equal(none[1], a[1])   # runs not trained yet: no loss needed
+
+
+@pytest.mark.parametrize("bad, message", [
+    (("loss", 5, "abc"), "column 'loss' holds a non-number at {row}: 'abc'"),
+    (("N", 2, -1.0), "column 'N' must be positive; {row} is -1"),
+    (("C", 7, float("nan")), "column 'C' has 1 missing or non-finite value(s) (first at {row})"),
+])
+def test_a_bad_cell_is_named_alike_by_every_path(tmp_path, capsys, bad, message):
+    t = table(bad)
+    row = bad[1]
+    for read in (lambda: F.runs_from_table(t, "N", c_col="C"),
+                 lambda: H.runs_at(t, np.arange(len(t)), "N", c_col="C"),
+                 lambda: sl.fit(t, c="C")):
+        with pytest.raises(RowError) as exc:
+            read()
+        assert str(exc.value.renamed(f"row {exc.value.row + 1}")) == message.format(row=f"row {row + 1}")
+    path = tmp_path / "runs.csv"
+    t.to_csv(path, index=False)
+    line = f"line {row + 2}"   # the header is line 1
+    refused(capsys, ["fit", path, "--c-col", "C"], f"{path}: {message.format(row=line)}")
+    refused(capsys, ["fit", path, "--c-col", "C", "--holdout", "N>5e8"], message.format(row=line))
+
+
+def test_a_missing_column_names_its_role():
+    with pytest.raises(UserError, match=r"no column 'tokens' \(training tokens D\); the table has N, C, loss"):
+        F.runs_from_table(table(), "N", "tokens")
