@@ -64,7 +64,14 @@ def _values(table, col: str | None, rows: np.ndarray, what: str, positive: bool)
         raise UserError(f"no column given for {what}")
     if col not in table:
         raise UserError(f"no column {col!r} ({what}); the table has {', '.join(map(str, table))}")
-    cells = list(table[col])
+    column = table[col]
+    try:   # the usual case, a column of numbers, at numpy's speed; anything odd is read cell by cell below
+        fast = np.asarray(column, dtype=float)[rows]
+        if np.all(np.isfinite(fast)) and (not positive or np.all(fast > 0)):
+            return fast
+    except (TypeError, ValueError):
+        pass
+    cells = list(column)
     out = np.empty(len(rows))
     for k, i in enumerate(rows):
         try:
