@@ -61,9 +61,9 @@ def _add_fit_flags(p) -> None:
                    help="hold parameter NAME equal to OTHER, for any law (e.g. --tie Rstar_N=Rstar_D with --law "
                         "data_constrained); repeat for several. With Chinchilla's law only beta=alpha, which is "
                         "--tie-exponents")
-    p.add_argument("--solver", choices=("grid", "varpro"), default="grid",
-                   help="where the Newton solver starts: grid (Hoffmann's 4,500 starts; default) or varpro (one "
-                        "start from variable projection, alpha and beta searched with E, A, B by non-negative least "
+    p.add_argument("--solver", choices=("grid", "varpro-start"), default="grid",
+                   help="where the Huber fit's Newton solver starts: grid (Hoffmann's 4,500 starts; default) or "
+                        "varpro-start (one start, the least-squares law from variable projection, alpha and beta searched with E, A, B by non-negative least "
                         "squares; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
     flags.add_plot(p, "also draw the runs against the fitted law (loss vs compute with the law for several N, "
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")

@@ -238,7 +238,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P,
                  block=opts.block)
-    if opts.solver == "varpro" and starts is None:
+    if opts.solver == "varpro-start" and starts is None:
         from scalinglab.fitting.varpro import varpro_theta
 
         # One start: the least-squares law (variable projection), polished below under the Huber objective.

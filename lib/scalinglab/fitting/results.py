@@ -357,8 +357,8 @@ class LawFit:
         solver = self.options.solver if self.options is not None else "grid"
         lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
                  + f"; law {law.name}: {law.formula}", law.citation,
-                 how + (f", {self.n_starts} starts" if solver == "grid" else f", one start from {solver} "
-                        f"(--solver {solver})")]
+                 how + (f", {self.n_starts} starts" if solver == "grid" else ", one start, the least-squares law "
+                        f"by variable projection (--solver {solver})")]
         held = ([f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
                 + [f"{k} tied to {v}" for k, v in self.ties.items()])
         if held:

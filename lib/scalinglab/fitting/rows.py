@@ -1,7 +1,7 @@
 """What every fit does with its rows, written once: positive logs of checked arrays, dropping the highest losses
-(Epoch's protocol), the group labels of a cluster bootstrap, and the bootstrap's draws, over rows or over whole groups (a
-cluster bootstrap), as resample counts (the batched solvers weight every row) or as row indices (the solvers that
-refit one resample at a time); and the progress bar long loops show.
+(Epoch's protocol), the group labels of a cluster bootstrap, and the bootstrap's draws, over rows or over whole
+groups (a cluster bootstrap), as resample counts (the batched solvers weight every row) or as row indices (the
+solvers that refit one resample at a time); and the progress bar long loops show.
 
 The draw has two forms, ``unit_picks`` (indices) and ``unit_counts`` (weights), and every bootstrap in the
 package takes one of them. They are kept apart on purpose: each is the random stream its fits have always used,

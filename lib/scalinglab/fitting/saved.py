@@ -374,6 +374,8 @@ def from_json(obj: Any) -> SavedFit:
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}")
     o["fixed"] = tuple((str(name), _float(v, f"fixed {name}")) for name, v in o.get("fixed", []))
+    if o.get("solver") == "varpro":   # how fit files written before the rename spell varpro-start
+        o["solver"] = "varpro-start"
     for k in ("lower", "upper"):
         o[k] = tuple(float(v) for v in _array(o[k], k))
         if len(o[k]) != 5:
