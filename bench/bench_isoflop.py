@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from scalinglab.fitting import isoflop
+from scalinglab.fitting.frontier import isoflop
 
 # A Chinchilla-form law (Hoffmann's printed fit) on 5 budgets × 9 sizes, the shape of a small sweep.
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28

@@ -228,7 +228,7 @@ def test_long_modules_state_why():
 
 @pytest.mark.parametrize("module, source, expected", [
     ("scalinglab.fitting.approach3", "import torch", "imports torch"),
-    ("scalinglab.fitting.isoflop", "def f():\n    from scalinglab.training import sweep", "scalinglab.training"),
+    ("scalinglab.fitting.frontier.isoflop", "def f():\n    from scalinglab.training import sweep", "scalinglab.training"),
     ("scalinglab.data", "from scalinglab.papers import porian", "scalinglab.papers"),
     ("scalinglab.accounting.decoder", "from scalinglab.training.model import GPT", "scalinglab.training"),
     ("scalinglab.sweeps.report", "from scalinglab.cli import main", "imports the CLI"),
@@ -300,7 +300,7 @@ def test_result_classes_print_and_save():
     # The results people compare print (summary) and save (to_dict) the same way everywhere; these were the
     # last without either.
     from scalinglab.fitting.laws.compare import LawScore
-    from scalinglab.fitting.subsets import SubsetFits
+    from scalinglab.fitting.studies.subsets import SubsetFits
     from scalinglab.inverse_scaling.aggregate import FamilyTests
     from scalinglab.papers.chinchilla_robustness import TwoModes
     from scalinglab.papers.pearce_song import PearceSongResult

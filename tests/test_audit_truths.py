@@ -4,8 +4,8 @@ assumes independent runs failing when a seed's noise is shared."""
 from dataclasses import replace
 
 import numpy as np
-from scalinglab.fitting import audit_truths as T
-from scalinglab.fitting import estimator_audit as EA
+from scalinglab.fitting.studies import audit_truths as T
+from scalinglab.fitting.studies import estimator_audit as EA
 
 DESIGN = EA.Design(noise=0.003)
 

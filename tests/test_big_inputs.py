@@ -17,11 +17,11 @@ import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import envelope, isoflop
+from scalinglab.fitting.frontier import envelope, isoflop
+from scalinglab.fitting.frontier.wls import t_quantile, wls_line
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions
 from scalinglab.fitting.solver import batched_solve, objective, row_blocks
-from scalinglab.fitting.wls import t_quantile, wls_line
 
 TRUE = ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 

@@ -1,11 +1,11 @@
-"""fitting.block_bootstrap: resampling whole runs (shapes) when one run gives points at several budgets."""
+"""fitting.frontier.block_bootstrap: resampling whole runs (shapes) when one run gives points at several budgets."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting.block_bootstrap import block_bootstrap, detectable, difference
-from scalinglab.fitting.isoflop import resampled_exponents
+from scalinglab.fitting.frontier.block_bootstrap import block_bootstrap, detectable, difference
+from scalinglab.fitting.frontier.isoflop import resampled_exponents
 
 # A Chinchilla-form law with a = β/(α+β) = 0.4516, on a Kaplan-style design: every shape read at every
 # budget (one run per shape and seed, shared by all budgets). Optima run from 10^6.6 to 10^7.5 within

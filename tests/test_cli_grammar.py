@@ -33,7 +33,7 @@ def test_method_choices_mirror_the_library():
     from scalinglab.cli import envelope as cli_envelope
     from scalinglab.cli import isoflop as cli_isoflop
     from scalinglab.cli import trend as cli_trend
-    from scalinglab.fitting import envelope, isoflop
+    from scalinglab.fitting.frontier import envelope, isoflop
     from scalinglab.inverse_scaling import trend
 
     assert cli_isoflop.METHODS == isoflop.METHODS and cli_envelope.METHODS == envelope.METHODS

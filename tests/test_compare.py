@@ -1,12 +1,12 @@
-"""`scalinglab compare` (fitting.compare): differences between two systems' laws with paired or independent
+"""`scalinglab compare` (fitting.studies.systems): differences between two systems' laws with paired or independent
 bootstrap intervals, on runs simulated from known laws."""
 
 import json
 
 import numpy as np
 from scalinglab.cli import main
-from scalinglab.fitting.compare import compare
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.studies.systems import compare
 
 LAW_A = ScalingLaw(E=1.7, A=480.0, B=2100.0, alpha=0.30, beta=0.34)
 LAW_B = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.40, beta=0.34)

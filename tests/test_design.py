@@ -1,4 +1,4 @@
-"""`scalinglab design` (fitting.design): the next runs that most shrink N_opt's interval, by simulation,
+"""`scalinglab design` (fitting.studies.design): the next runs that most shrink N_opt's interval, by simulation,
 on runs simulated from a known law. Small settings keep it fast; the claims are ones the settings can
 still get wrong."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scalinglab.cli import main
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.design import design
 from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.studies.design import design
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 SMALL = dict(n_sims=3, n_resamples=24, seed=0)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scalinglab.accounting import conventions
 from scalinglab.errors import UserError
-from scalinglab.fitting import envelope as E
+from scalinglab.fitting.frontier import envelope as E
 
 
 def synthetic_curves(alpha, beta, n_sizes=16, E0=1.69, A=406.4, B=410.7):

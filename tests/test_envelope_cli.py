@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.cli import main
-from scalinglab.fitting import envelope
+from scalinglab.fitting.frontier import envelope
 
 # Hoffmann's printed law, and a second one (Epoch's α, β) whose exponent lies 0.036 higher.
 E0, A, B = 1.69, 406.4, 410.7

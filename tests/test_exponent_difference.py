@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scalinglab import sweeps
-from scalinglab.fitting import isoflop
+from scalinglab.fitting.frontier import isoflop
 from scalinglab.harness import sweeps as notebook_sweeps
 from scalinglab.harness.workbook import project_root
 

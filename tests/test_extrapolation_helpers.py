@@ -1,12 +1,12 @@
 """Notebook 04's helpers in the library: Gadre et al.'s fit against Hoffmann's on named training sets
 (papers.gadre.compare_procedures), held-out errors by kind, and the subset study's allocation,
-exclusion shares and flagged fits (fitting.subsets)."""
+exclusion shares and flagged fits (fitting.studies.subsets)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import subsets as S
+from scalinglab.fitting.studies import subsets as S
 from scalinglab.papers import gadre as O
 
 TRUE = O.OvertrainingLaw(E=1.8, A=170.0, B=290.0, alpha=0.27)  # near their RedPajama fit, as test_overtraining

@@ -400,7 +400,7 @@ def test_fixed_e_above_a_loss_is_refused():
 
 
 def test_constrained_fit_serves_compute_optimal_holdout_and_wald():
-    from scalinglab.fitting import holdout as H
+    from scalinglab.fitting.studies import holdout as H
 
     N, D, L = isoflop_runs(law=TIED, noise=0.003, per_budget=8, seed=4)
     opts = F.FitOptions(fixed={"E": 1.8}, tie_exponents=True)

@@ -93,7 +93,7 @@ def test_isoflop_on_equal_losses_reports_no_optimum_and_a_non_ok_status(tmp_path
 
 
 def test_equal_losses_in_one_budget_drop_only_that_budget():
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     rows = isoflop_rows()
     df = pd.DataFrame(rows, columns=["N", "C", "loss", "run"])

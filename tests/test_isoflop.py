@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import isoflop
+from scalinglab.fitting.frontier import isoflop
 
 BUDGETS = np.geomspace(1e17, 1e21, 5)
 

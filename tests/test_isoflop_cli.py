@@ -108,7 +108,7 @@ def athena(capsys, *argv):
 
 def test_epoch_chinchilla_points_agree_with_notebook_01(mirror, capsys):
     from scalinglab import data
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
     from scalinglab.papers import published
 
     # Notebook 01, section 6, as it computes it: parabolas, 1,000 noise draws, seed 0, WLS.

@@ -8,7 +8,7 @@ import scalinglab as sl
 from conftest import refused
 from scalinglab.errors import RowError, UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import holdout as H
+from scalinglab.fitting.studies import holdout as H
 
 
 def table(bad=None):

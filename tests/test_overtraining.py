@@ -4,7 +4,7 @@ published fit reproduced from the released runs (which the M ≤ 1 training set 
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import holdout as H
+from scalinglab.fitting.studies import holdout as H
 from scalinglab.papers import gadre as O
 
 # Near their RedPajama fit (E ≈ 1.84, α ≈ 0.27), so the synthetic tests exercise the same basin.

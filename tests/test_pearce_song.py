@@ -7,7 +7,7 @@ import pytest
 from scalinglab.accounting import conventions
 from scalinglab.accounting import decoder as flops
 from scalinglab.errors import DataError, UserError
-from scalinglab.fitting import envelope
+from scalinglab.fitting.frontier import envelope
 from scalinglab.papers import gemstones, laws, pearce_song
 
 # Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are

@@ -11,8 +11,8 @@ from scalinglab.benchmark import ranking as RK
 from scalinglab.benchmark import scoreboard as S
 from scalinglab.benchmark.calibrated import loss_calibration, satterthwaite_df
 from scalinglab.benchmark.entries import budget_reference, fit_entry
-from scalinglab.fitting import estimator_audit as EA
 from scalinglab.fitting.calibration import UnitResiduals, coverage
+from scalinglab.fitting.studies import estimator_audit as EA
 
 
 def _budget_misfit_runs(seed, shared=0.01, own=0.003, budgets=7, sizes=9):

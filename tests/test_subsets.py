@@ -1,10 +1,10 @@
-"""scalinglab.fitting.subsets: fits on random subsets of runs, free and constrained."""
+"""scalinglab.fitting.studies.subsets: fits on random subsets of runs, free and constrained."""
 
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import subsets as S
+from scalinglab.fitting.studies import subsets as S
 
 TIED = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.36, beta=0.36)
 

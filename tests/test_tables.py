@@ -1,13 +1,13 @@
-"""The notebooks' table helpers (fitting.tables) and the interval helpers on held-out predictions:
+"""The notebooks' table helpers (fitting.studies.tables) and the interval helpers on held-out predictions:
 known inputs, known text; blanks where a value does not exist."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import holdout as H
-from scalinglab.fitting import tables as T
 from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.studies import holdout as H
+from scalinglab.fitting.studies import tables as T
 
 NAN = float("nan")
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import estimator_audit as EA
 from scalinglab.fitting.law import PARAMS, ScalingLaw
+from scalinglab.fitting.studies import estimator_audit as EA
 from scalinglab.fitting.varpro import fit_varpro, profile
 
 HOFFMANN = ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -222,7 +222,7 @@ def _dense(noise: float, seed: int = 0):
 
 
 def test_local_parabola_sd_sees_noise_not_misfit():
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     clean, noisy = _dense(0.0), _dense(0.01)
     whole = isoflop.pooled_parabola_sd(isoflop.budget_groups(clean, "N", "C", "loss"), "loss", "N")

@@ -158,7 +158,7 @@ def _baseline(estimator: str, t: pd.DataFrame, iso: bool) -> Fitted:
 
 
 def _approach2(estimator: str, t: pd.DataFrame) -> Fitted:
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     frame = t.rename(columns={"c": "flops"})[["n", "flops", "loss"]]
     with np.errstate(all="ignore"):

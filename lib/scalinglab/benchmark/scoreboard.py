@@ -65,7 +65,7 @@ def _nan_row() -> dict[str, Any]:
 
 def _envelope_row(split: Split) -> dict[str, Any]:
     """Approach 1's exponent from the training curves of the models the split keeps, and of all of them."""
-    from scalinglab.fitting.envelope import EnvelopeOptions, fit_envelope
+    from scalinglab.fitting.frontier.envelope import EnvelopeOptions, fit_envelope
 
     held = split.curves["n"].to_numpy(float) >= float(split.test["n"].min())
     opts = EnvelopeOptions(n_boot=0)

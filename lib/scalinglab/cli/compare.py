@@ -10,8 +10,8 @@ def read_runs(source: str, args, groups: str | None = None, dataset: bool = Fals
 
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
-    from scalinglab.fitting import holdout as H
     from scalinglab.fitting.laws.table import Columns
+    from scalinglab.fitting.studies import holdout as H
     from scalinglab.runs import load_runs
 
     runs = load_runs(None, dataset=source) if dataset else load_runs(source)
@@ -63,8 +63,8 @@ def _run(args) -> int:
 
     from scalinglab.cli.tables import check_delta, check_level, check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.fitting.compare import compare
     from scalinglab.fitting.options import FitOptions
+    from scalinglab.fitting.studies.systems import compare
     from scalinglab.serialization import dumps
 
     check_resampling(args)

@@ -54,9 +54,9 @@ def _run(args) -> int:
     from scalinglab.cli.tables import check_delta, check_level, check_resampling
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting.design import check_proposal, design
     from scalinglab.fitting.laws.base import fit_law
     from scalinglab.fitting.options import FitOptions
+    from scalinglab.fitting.studies.design import check_proposal, design
     from scalinglab.serialization import dumps
 
     check_resampling(args)

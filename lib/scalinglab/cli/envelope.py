@@ -1,7 +1,7 @@
 """`scalinglab envelope`: Hoffmann's Approach 1 on a long table of training curves.
 
 The envelope, its power laws and the bootstrap over runs all come from
-``scalinglab.fitting.envelope.fit_envelope``; reading the table, --where and
+``scalinglab.fitting.frontier.envelope.fit_envelope``; reading the table, --where and
 --group-by are `scalinglab isoflop`'s own helpers. This module only resolves
 the columns, checks each group and prints. pandas is imported inside the
 command, never at the top, and torch never.
@@ -33,7 +33,7 @@ WHAT = {"run": "run", "n": "N", "tokens": "tokens", "flops": "compute", "loss": 
 # role -> its flag; tokens and compute take the grammar's D and C flags.
 FLAG = {"run": "--run-col", "n": "--n-col", "tokens": "--d-col", "flops": "--c-col", "loss": "--loss-col"}
 DEST = {role: flag[2:].replace("-", "_") for role, flag in FLAG.items()}  # role -> argparse dest
-# Mirrors scalinglab.fitting.envelope.METHODS (importing it would load pandas at the CLI's start);
+# Mirrors scalinglab.fitting.frontier.envelope.METHODS (importing it would load pandas at the CLI's start);
 # tests/test_cli_grammar.py checks that they agree.
 METHODS = ("grid", "hull")
 
@@ -119,8 +119,8 @@ def _run(args) -> int:
     from dataclasses import replace
 
     from scalinglab.errors import UserError
-    from scalinglab.fitting import envelope
-    from scalinglab.fitting.analysis import envelope_analysis
+    from scalinglab.fitting.frontier import envelope
+    from scalinglab.fitting.frontier.analysis import envelope_analysis
     from scalinglab.serialization import dumps
 
     check_resampling(args)

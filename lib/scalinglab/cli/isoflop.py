@@ -1,6 +1,6 @@
 """`scalinglab isoflop`: Hoffmann's Approach 2 on a table of runs.
 
-Each budget's optimal N comes from ``scalinglab.fitting.isoflop.budget_optima`` and the
+Each budget's optimal N comes from ``scalinglab.fitting.frontier.isoflop.budget_optima`` and the
 exponent a of N_opt ∝ C^a from ``isoflop.fit_exponent``; this module only reads
 the table, selects rows, splits it into groups and prints. pandas is imported
 inside the command (the optima need it), never at the top, and torch never.
@@ -20,7 +20,7 @@ from scalinglab.runs import read_frame
 
 DEFAULT_COLS = {"n": "N", "c": "C", "loss": "loss"}
 FLAGS = {"n": "n_col", "c": "budget_col", "loss": "loss_col"}  # role -> the argparse dest naming its column
-# Mirrors scalinglab.fitting.isoflop.METHODS (importing it would load pandas at the CLI's start);
+# Mirrors scalinglab.fitting.frontier.isoflop.METHODS (importing it would load pandas at the CLI's start);
 # tests/test_cli_grammar.py checks that they agree.
 METHODS = ("parabola", "spline")
 # budget_optima's own default, passed explicitly because the check for a wrong
@@ -79,7 +79,7 @@ def _run(args) -> int:
     from dataclasses import replace
 
     from scalinglab.errors import UserError
-    from scalinglab.fitting.analysis import isoflop_analysis
+    from scalinglab.fitting.frontier.analysis import isoflop_analysis
     from scalinglab.serialization import dumps
 
     check_resampling(args)

@@ -121,7 +121,7 @@ def calibrated_bounds(cal: UnitCalibration, point, noise_sd=0.0, level: float | 
     """(lower, upper) for chained accuracies ``point`` from the out-of-run calibration, the target's own
     checkpoint noise ``noise_sd`` (one per point, or one for all) added in quadrature to the predictive sd:
     pred + bias ± t_{K−1}·sqrt(sd² + noise²). NaN when the calibration has fewer than 2 runs."""
-    from scalinglab.fitting.wls import t_quantile
+    from scalinglab.fitting.frontier.wls import t_quantile
 
     point = np.atleast_1d(np.asarray(point, float))
     if not cal.ok:

@@ -157,7 +157,7 @@ def line_baseline(scores: pd.DataFrame, level: float = 0.95) -> LineBaseline:
     """The rival a chain must beat: the ladder's accuracies at the targets' tokens per parameter (the runs of
     that length), a least-squares line on log10 N, read at each target's N, with the t prediction interval for
     a new point, se·sqrt(1 + 1/n + (x − x̄)²/Sxx) on n − 2 df (the residual scatter holds the items' noise)."""
-    from scalinglab.fitting.wls import t_quantile, wls_line
+    from scalinglab.fitting.frontier.wls import t_quantile, wls_line
 
     ladder, targets = chain_tables(scores)
     tpp = float(np.round(targets["tokens_per_param"], 1).max())

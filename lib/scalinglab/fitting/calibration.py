@@ -33,7 +33,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.form import transform as _to_space  # the law's residual space: log, logit or as is
-from scalinglab.fitting.wls import t_quantile
+from scalinglab.fitting.frontier.wls import t_quantile
 from scalinglab.serialization import to_jsonable
 
 SCHEMES = ("leave-one-out", "forward")

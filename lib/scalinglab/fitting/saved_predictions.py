@@ -85,7 +85,7 @@ def predict_table(saved, table, rows, cols: dict[str, str], level: float | None 
     """``saved`` (a ``fitting.saved.SavedFit``)'s predictions for the table's ``rows`` (indices). ``cols``: n_col,
     d_col or c_col (D = C/(6N)), loss_col; a loss column the table lacks is left out unless ``loss_given``."""
     from scalinglab.errors import UserError
-    from scalinglab.fitting.holdout import runs_at
+    from scalinglab.fitting.studies.holdout import runs_at
 
     rows = np.asarray(rows, int)
     c_col = cols.get("c_col")

@@ -22,7 +22,7 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import isoflop
+from scalinglab.fitting.frontier import isoflop
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit

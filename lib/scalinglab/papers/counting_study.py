@@ -74,7 +74,7 @@ def counting_study(gem_curves: dict, envelopes: dict, gadre_rows, corpora: dict[
     """The study on ``gem_curves`` (name -> Gemstones curves) under each of ``envelopes`` (name ->
     ``EnvelopeOptions``), and on ``gadre_rows`` (``with_kaplan_params``'s table) for each of ``corpora``
     (dataset value -> name); simulated on each of ``sim_laws`` (name -> ``ScalingLaw``)."""
-    from scalinglab.fitting import envelope
+    from scalinglab.fitting.frontier import envelope
 
     st = CountingStudy(n_boot, tuple(sim_laws), ps_shift=dict(ps_shift or {}))
     for t, curves in gem_curves.items():

@@ -43,13 +43,13 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting import holdout as H
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.predictions import predict as predict_runs
 from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.studies import holdout as H
 from scalinglab.serialization import to_jsonable
 
 PARAMS = ("E", "A", "B", "alpha")

@@ -5,7 +5,7 @@ trained 22 Gemma-like decoders of unusual shapes (widths 256-3072, depths
 3-80, 48M-2.0B parameters) on Dolma 1.7 at a constant learning rate ("hot"),
 with 10%-length cooldown branches off the checkpoints. The registry
 (``registry/gemstones.toml``) holds the authors' fitting tables; :func:`curves`
-turns one into the long table :mod:`scalinglab.fitting.envelope` takes.
+turns one into the long table :mod:`scalinglab.fitting.frontier.envelope` takes.
 
 The authors' Approach 1 (``plotters/approach_1.py`` at commit 5f420478 of
 github.com/mcleish7/gemstone-scaling-laws):

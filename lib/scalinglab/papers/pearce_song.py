@@ -43,7 +43,7 @@ import pandas as pd
 from scalinglab.accounting.conventions import OPENLM_VOCAB, kaplan_total_params, openlm_shape
 from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.approach3 import NATURAL_FLOOR, natural_floor_shares
-from scalinglab.fitting.block_bootstrap import detectable
+from scalinglab.fitting.frontier.block_bootstrap import detectable
 from scalinglab.fitting.law import ScalingLaw
 from scalinglab.serialization import to_jsonable
 
@@ -158,7 +158,7 @@ def _paired(x: np.ndarray, x_draw: np.ndarray, y: np.ndarray, y_draw: np.ndarray
 
 
 def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> CountingShift:
-    """Approach 1 (:func:`scalinglab.fitting.envelope.fit_envelope`) on the same curves counted two ways.
+    """Approach 1 (:func:`scalinglab.fitting.frontier.envelope.fit_envelope`) on the same curves counted two ways.
 
     ``curves`` has the columns run, n (total N), tokens, flops (the compute the study
     counted) and loss, plus ``n_kaplan``, each run's non-embedding N. The total fit uses n
@@ -167,7 +167,7 @@ def envelope_shift(curves: pd.DataFrame, options, n_kaplan: str = "n_ne") -> Cou
     runs in both (same run names, same seed), which is what pairs the shift's interval.
     """
     from scalinglab.errors import UserError
-    from scalinglab.fitting import envelope
+    from scalinglab.fitting.frontier import envelope
 
     if n_kaplan not in curves.columns:
         raise UserError(f"counting shift: the curves have no non-embedding N column {n_kaplan!r} "
@@ -354,7 +354,7 @@ def shift_table(measured: dict, simulated: dict | None = None, gaps: dict | None
     Columns: a under total N and under the counting (unless not ``exponents``), the shift, each with its interval; with
     ``simulated`` (the same keys: :func:`on_law` on the same runs) the simulated shift, and with
     ``gaps`` (:func:`shift_difference` of the two) measured − simulated and "detects", the smallest gap
-    that interval would detect at 80% power (``fitting.block_bootstrap.detectable``); "E = 0" the share of the
+    that interval would detect at 80% power (``fitting.frontier.block_bootstrap.detectable``); "E = 0" the share of the
     counted fit's resamples with E on its floor, where the shift is an Approach-3 one; and the status.
     """
     rows = []
@@ -407,6 +407,6 @@ def shift_summary(s: CountingShift) -> dict:
 
 def gap_summary(g: ShiftDifference) -> dict:
     """What notebook 02's summary.json keeps of a :class:`ShiftDifference`, with the interval's width and
-    the smallest gap it would detect (80% power, ``fitting.block_bootstrap.detectable``)."""
+    the smallest gap it would detect (80% power, ``fitting.frontier.block_bootstrap.detectable``)."""
     return {"difference": g.difference, "ci": list(g.ci), "n_paired": g.n_paired,
             "width": g.ci[1] - g.ci[0], "detectable": detectable(g.ci, g.level)}

@@ -184,7 +184,7 @@ def step_points(points: pd.DataFrame, dataset: str, step: str) -> pd.DataFrame:
 def estimate(points: pd.DataFrame, dataset: str, step: str, method: str = "spline", n_boot: int = N_BOOT,
              seed: int = 0, **options):
     """(optima, fit) for one step with Porian et al.'s estimator (spline, their noise, 1/var weights)."""
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     optima = isoflop.budget_optima(step_points(points, dataset, step), method=method, n_boot=n_boot,
                                    seed=seed, noise=NOISE[dataset], **options)

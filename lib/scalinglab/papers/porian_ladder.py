@@ -23,7 +23,7 @@ import pandas as pd
 
 from scalinglab.accounting.decoder import step_at
 from scalinglab.errors import UserError, printable
-from scalinglab.fitting.block_bootstrap import BlockBootstrap, block_bootstrap, difference
+from scalinglab.fitting.frontier.block_bootstrap import BlockBootstrap, block_bootstrap, difference
 from scalinglab.serialization import to_jsonable
 from scalinglab.sweeps import NON_EMBEDDING_PRESETS, SweepStore
 

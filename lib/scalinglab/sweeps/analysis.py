@@ -63,7 +63,7 @@ def exponent(db_path: Path | str, method: str = "spline", n_boot: int = ISOFLOP_
 def _isoflop_fit(db_path: Path | str, method: str, n_boot: int, window: int | None, points=None, noise=None):
     """The IsoflopFit behind :func:`exponent` (of ``points`` if given: a subset of the sweep's; with
     ``noise`` for its bootstrap if given), or why there is none (a string)."""
-    from scalinglab.fitting.isoflop import budget_optima, fit_exponent
+    from scalinglab.fitting.frontier.isoflop import budget_optima, fit_exponent
 
     points = isoflop_points(db_path) if points is None else points
     usable = _usable_budgets(points)
@@ -82,7 +82,7 @@ def exponent_by_seed(db_path: Path | str, method: str = "spline", window: int | 
     model measured on all the seeds (``noise="measured"``): the spread of these is how far the choice of
     one seed moves a one-seed sweep's exponent. ``noise="fallback"`` analyses each seed as a one-seed
     sweep would be, with the parabola residual as the noise: what a sweep without replicates reports."""
-    from scalinglab.fitting.isoflop import seed_noise
+    from scalinglab.fitting.frontier.isoflop import seed_noise
 
     if noise not in ("measured", "fallback"):
         raise UserError(f"noise must be measured or fallback, not {noise!r}")
@@ -136,7 +136,7 @@ def _seed_fits(db_path, method, window, n_boot, seed, level):
     """(:func:`seed_bootstrap`'s dict, the scatter IsoflopFit or None)."""
     import numpy as np
 
-    from scalinglab.fitting.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
+    from scalinglab.fitting.frontier.isoflop import exponents_of_optima, fit_exponent_scatter, resampled_optima
 
     points = isoflop_points(db_path)
     points["run"] = run_of(points["run_id"])
@@ -208,7 +208,7 @@ def replicate_noise(db_path: Path | str) -> dict:
     misfit. ``exponent_by_seed`` (with several seeds): :func:`exponent_by_seed`. A Kaplan-style run
     gives points at several budgets, so its points' deviations are correlated and ``dof`` overstates
     the information."""
-    from scalinglab.fitting.isoflop import budget_groups, pooled_parabola_sd, replicate_cells, seed_noise
+    from scalinglab.fitting.frontier.isoflop import budget_groups, pooled_parabola_sd, replicate_cells, seed_noise
 
     points = isoflop_points(db_path)
     if points.empty:
@@ -249,7 +249,7 @@ def envelope_exponent(db_path: Path | str, n_boot: int = ENVELOPE_BOOT) -> dict:
 
 def _envelope_fit(db_path: Path | str, n_boot: int):
     """The EnvelopeFit behind :func:`envelope_exponent`, or why there is none (a string)."""
-    from scalinglab.fitting.envelope import EnvelopeOptions, fit_envelope
+    from scalinglab.fitting.frontier.envelope import EnvelopeOptions, fit_envelope
 
     curves = loss_curves(db_path, mean_over_seeds=True)  # the envelope of single seeds would pick lucky ones
     if curves["run_id"].nunique() < 2:
@@ -291,9 +291,9 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
     (:func:`budget_sharing`; the kaplan preset) breaks: entries carry ``shared_runs``,
     ``assumes_independent_budgets`` and ``assumption_holds``. Approach 1 and the seed bootstrap resample
     whole runs, and ``block`` (the spline exponent, each sweep's shapes resampled whole by
-    ``fitting.block_bootstrap``; ``by_sweep``: each sweep's a) whole shapes: their assumption holds.
+    ``fitting.frontier.block_bootstrap``; ``by_sweep``: each sweep's a) whole shapes: their assumption holds.
     """
-    from scalinglab.fitting.isoflop import bootstrap_difference, exponent_difference
+    from scalinglab.fitting.frontier.isoflop import bootstrap_difference, exponent_difference
 
     def unavailable(fits) -> str:
         why = [(Path(db).stem, f if isinstance(f, str) else f.status) for db, f in zip((db_a, db_b), fits)]
@@ -333,7 +333,7 @@ def exponent_differences(db_a: Path | str, db_b: Path | str, level: float = 0.95
 def _block_difference(db_a: Path | str, db_b: Path | str, level: float) -> dict:
     """a(db_a) − a(db_b): spline optima of the seed means on :func:`exponent`'s budgets, each sweep's shapes
     resampled whole (independent draws: seeds 0 and 1); or {difference: None, reason}."""
-    from scalinglab.fitting.block_bootstrap import block_bootstrap, difference
+    from scalinglab.fitting.frontier.block_bootstrap import block_bootstrap, difference
     fits = {}
     for seed, db in enumerate((db_a, db_b)):
         pts = isoflop_points(db)

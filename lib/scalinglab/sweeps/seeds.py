@@ -116,7 +116,7 @@ def seed_exponent_table(measured: Mapping[str, Sequence[Mapping]],
 def noisiest_points(points: pd.DataFrame, n: int = 2, floor: float | None = None) -> pd.DataFrame:
     """The ``n`` (budget, size) points whose seeds disagree most: flops, N, sd, sd in units of ``floor``
     (the noise model's floor) and the seeds' losses, lowest first."""
-    from scalinglab.fitting.isoflop import replicate_cells
+    from scalinglab.fitting.frontier.isoflop import replicate_cells
 
     cells = replicate_cells(points).nlargest(n, "sd")
     out = pd.DataFrame({"flops": [f"{c:.3g}" for c in cells["flops"]], "n": cells["n"].astype(int),
@@ -130,7 +130,7 @@ def noisiest_points(points: pd.DataFrame, n: int = 2, floor: float | None = None
 
 def sd_by_side(points: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Median seed-to-seed sd per preset on each side of its budgets' best size (smaller, best, larger)."""
-    from scalinglab.fitting.isoflop import replicate_cells
+    from scalinglab.fitting.frontier.isoflop import replicate_cells
 
     rows = {}
     for p, pts in points.items():

@@ -150,7 +150,7 @@ class SweepStore:
         return df
 
     def curves(self, mean_over_seeds: bool = False):
-        """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.fitting.envelope``):
+        """Every logged evaluation of every finished run, for Approach 1 (``scalinglab.fitting.frontier.envelope``):
         preset, run_id, shape ("w<width>-d<depth>"), width, depth, n (the preset's N), step, tokens, flops
         (6·N·tokens), budget (the budget a row stands for, if any), loss (validation) and replicate.
 

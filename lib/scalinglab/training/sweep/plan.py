@@ -528,7 +528,7 @@ def _plan_one_seed(preset: str, prof: Profile, vocab_size: int) -> list[RunSpec]
                     continue
             tokens = step_at(math.ceil(c / (6 * n)), batch * prof.seq_len) * batch * prof.seq_len
             # Also evaluated on the way, every half-octave of compute down to the grid's smallest budget:
-            # mid-cosine points are what Hoffmann's Approach 1 takes the envelope of (scalinglab.fitting.envelope),
+            # mid-cosine points are what Hoffmann's Approach 1 takes the envelope of (scalinglab.fitting.frontier.envelope),
             # and they never stand for a budget, so the isoFLOP analysis ignores them.
             on_the_way = [math.ceil(c * 2 ** (-k / 2) / (6 * n)) for k in range(1, 2 * len(budgets))
                           if c * 2 ** (-k / 2) >= budgets[0] * (1 - 1e-9)]

@@ -1,4 +1,4 @@
-"""N*(C) as a power law: the exponent a of N* ∝ C^a fitted to the budgets' optima (``fitting.isoflop``), with
+"""N*(C) as a power law: the exponent a of N* ∝ C^a fitted to the budgets' optima (``fitting.frontier.isoflop``), with
 its interval, and the difference of two such exponents.
 
 ``fit_exponent`` is weighted least squares on the usable budgets (edge optima dropped and listed);
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.frontier.wls import t_quantile, wls_line
 from scalinglab.fitting.protocol import FitResult
-from scalinglab.fitting.wls import t_quantile, wls_line
 from scalinglab.serialization import to_jsonable
 
 

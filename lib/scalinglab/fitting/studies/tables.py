@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalinglab.fitting import holdout as H
 from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.studies import holdout as H
 
 BLANK = ""
 

@@ -31,7 +31,7 @@ This module is shared by the Chinchilla notebook, the Kaplan-vs-Hoffmann
 notebook and the training sweeps; keep its names and columns stable.
 
 The power law through the optima, its interval and the difference of two exponents are in
-``fitting.isoflop_exponent`` (re-exported here: ``isoflop.fit_exponent``).
+``fitting.frontier.isoflop_exponent`` (re-exported here: ``isoflop.fit_exponent``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError, row_name
-from scalinglab.fitting.isoflop_exponent import (  # noqa: F401  (isoflop.fit_exponent etc. stay public names)
+from scalinglab.fitting.frontier.isoflop_exponent import (  # noqa: F401  (isoflop.fit_exponent etc. stay public names)
     ExponentDifference,
     IsoflopFit,
     bootstrap_difference,

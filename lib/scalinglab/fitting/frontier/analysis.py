@@ -131,7 +131,7 @@ def isoflop_analysis(groups, label: str, cols: dict[str, str], *, method: str, n
     `scalinglab isoflop` reports it, and the warnings it has for stderr (a default noise that is mostly the
     parabola's misfit)."""
     from scalinglab.errors import OptionError, UserError
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     def named(exc: UserError, labels: dict) -> UserError:
         where = label + (f" [{group_text(labels)}]" if labels else "")
@@ -180,7 +180,7 @@ def _misfit_warning(g, cols, labels) -> list[str]:
     parabola's misfit, not noise: then the parabola's vertex is biased by the curve's asymmetry, the interval
     does not include that bias, and the bootstrap medians move by noise the data do not have."""
     from scalinglab.errors import UserError
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     try:
         whole = isoflop.pooled_parabola_sd(isoflop.budget_groups(g, cols["n"], cols["c"], cols["loss"]), cols["loss"],
@@ -318,7 +318,7 @@ def envelope_analysis(groups, label: str, cols: dict[str, str], options) -> Enve
     reports it. Every group's table is checked before any bootstrap runs, so that a bad value in the last group
     does not cost the time of the first groups' fits."""
     from scalinglab.errors import UserError
-    from scalinglab.fitting import envelope
+    from scalinglab.fitting.frontier import envelope
 
     tables = []
     for labels, g in groups:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.isoflop import GRID_MULTIPLIER, METHODS, exponents_of_optima, resampled_optima
+from scalinglab.fitting.frontier.isoflop import GRID_MULTIPLIER, METHODS, exponents_of_optima, resampled_optima
 from scalinglab.fitting.rows import unit_counts
 from scalinglab.serialization import to_jsonable
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from scalinglab.fitting import estimator_audit as EA
+from scalinglab.fitting.studies import estimator_audit as EA
 
 KAPLAN = dict(alpha_N=0.076, alpha_D=0.095, N_c=8.8e13, D_c=5.4e13)
 BREAK_SHIFT = 0.15          # the N exponent after the break minus before it

@@ -26,7 +26,7 @@ Edges. An optimum is an *edge* when its run is the smallest or the largest
 model among the runs whose curves cover that C: the true optimum may then lie
 outside the sampled sizes (a larger model whose curve has not started yet, or
 a smaller one whose curve has already ended). ``drop_edges=True`` leaves them
-out of the fit, as :mod:`scalinglab.fitting.isoflop` does with edge budgets; they stay
+out of the fit, as :mod:`scalinglab.fitting.frontier.isoflop` does with edge budgets; they stay
 in ``EnvelopeFit.points`` with ``edge=True``. Curves that start late have a
 subtler edge: the envelope cannot move to a larger model before that model's
 first checkpoint, so checkpoints that begin at many tokens bias N_opt low at

@@ -10,7 +10,7 @@ leave the slope nearly untouched). Losses are the law's, times exp(ε), ε ~ N(0
 Estimators, each with the interval it reports itself:
 
 ``parabola``, ``spline``
-    Approach 2 as ``scalinglab isoflop`` runs it (``fitting.isoflop``): per-budget optima with the noise
+    Approach 2 as ``scalinglab isoflop`` runs it (``fitting.frontier.isoflop``): per-budget optima with the noise
     bootstrap (default noise: the pooled parabola residual), bootstrap-median optima, WLS line, t interval.
 ``approach3``
     Our Huber fit (``fitting.approach3``) on the same points, started from Hoffmann's 4,500-start grid (never
@@ -108,7 +108,7 @@ def _table(budgets, r: int):
 
 def _approach2(table, method: str, n_boot: int, seed: int, noise=None) -> tuple[float, float, float]:
     from scalinglab.errors import UserError
-    from scalinglab.fitting import isoflop
+    from scalinglab.fitting.frontier import isoflop
 
     # A noisy budget can put a parabola's vertex absurdly far out (exp overflows to inf): that budget's
     # optimum is then not finite and is dropped like an edge optimum, so the warning says nothing.
@@ -163,7 +163,7 @@ def audit(law: ScalingLaw, grid: Grid, noise: float, reps: int, seed: int = 0,
 def estimate(budgets, seed: int = 0, estimators=ESTIMATORS, n_boot: int = 200, a2_noise=None,
              progress: bool = False) -> dict[str, np.ndarray]:
     """:func:`audit` on experiments already drawn: ``budgets`` as :func:`simulate` returns them, (C, N (k,),
-    L (k, reps)) per budget, from any truth and noise (``fitting.audit_truths``)."""
+    L (k, reps)) per budget, from any truth and noise (``fitting.studies.audit_truths``)."""
     reps = budgets[0][2].shape[1]
     N = np.concatenate([n for _, n, _ in budgets])
     D = np.concatenate([c / (6 * n) for c, n, _ in budgets])
