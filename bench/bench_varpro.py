@@ -22,7 +22,7 @@ def main() -> int:
     from scalinglab import data
     from scalinglab.errors import UserError
     from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting.law import PARAMS, ScalingLaw
+    from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw
     from scalinglab.fitting.varpro import fit_varpro
 
     try:

@@ -17,9 +17,9 @@ import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.frontier import envelope, isoflop
 from scalinglab.fitting.frontier.wls import t_quantile, wls_line
-from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions
 from scalinglab.fitting.solver import batched_solve, objective, row_blocks
 

@@ -1,9 +1,10 @@
-"""Notebook 02's helpers for Kaplan's law and the counting-shift tables (scalinglab.papers.laws, .pearce_song)."""
+"""Notebook 02's helpers for Kaplan's law and the counting-shift tables (scalinglab.papers.law_constants, .pearce_song)."""
 
 import numpy as np
 import pandas as pd
 import pytest
-from scalinglab.papers import laws, pearce_song
+from scalinglab.papers import law_constants as laws
+from scalinglab.papers import pearce_song
 
 
 def test_finite_data_loss_never_falls_below_its_own_infinite_data_limit():

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 from scalinglab.accounting import conventions
-from scalinglab.papers import laws, pearce_song
+from scalinglab.papers import law_constants as laws
+from scalinglab.papers import pearce_song
 from scipy.optimize import minimize_scalar
 
 

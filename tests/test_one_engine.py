@@ -9,7 +9,7 @@ import scalinglab as sl
 from scalinglab.cli import main
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.options import FitOptions, Resampling
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.runs import Runs

@@ -8,7 +8,8 @@ from scalinglab.accounting import conventions
 from scalinglab.accounting import decoder as flops
 from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.frontier import envelope
-from scalinglab.papers import gemstones, laws, pearce_song
+from scalinglab.papers import gemstones, pearce_song
+from scalinglab.papers import law_constants as laws
 
 # Widths multiples of 256 have an even number of 128-wide heads, so GQA's key-value groups are
 # exactly half the query heads and attention is exactly 3·w² (see conventions.gemstones_params).
@@ -257,7 +258,7 @@ def test_e_profile_is_lowest_at_the_laws_own_e_and_moves_a_with_e():
 def test_e_at_its_floor_is_counted_in_the_bootstrap():
     from dataclasses import replace
 
-    from scalinglab.fitting.law import ScalingLaw
+    from scalinglab.fitting.chinchilla_law import ScalingLaw
 
     rows = _gadre_like_rows()
     noise = np.exp(0.003 * np.random.default_rng(2).standard_normal(len(rows)))

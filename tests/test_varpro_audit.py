@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting.law import PARAMS, ScalingLaw
+from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw
 from scalinglab.fitting.studies import estimator_audit as EA
 from scalinglab.fitting.varpro import fit_varpro, profile
 

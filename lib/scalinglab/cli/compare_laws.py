@@ -118,7 +118,7 @@ def _check(args, laws) -> None:
 def _columns(args, laws, roles):
     """One set of columns for all the laws: each reads its own roles from it, and a flag none of them uses is
     refused; every law must find its columns."""
-    from scalinglab.cli.laws import law_columns
+    from scalinglab.cli.law_flags import law_columns
     from scalinglab.errors import UserError
 
     cols, unused = None, {}
@@ -158,7 +158,7 @@ class _Lenient:
     """The args with the column flags this law does not read blanked, so that the check asks only for its own."""
 
     def __init__(self, args, law):
-        from scalinglab.cli.laws import ROLE_FLAGS
+        from scalinglab.cli.law_flags import ROLE_FLAGS
 
         self.__dict__.update(vars(args))
         uses = {ROLE_FLAGS[r][2:].replace("-", "_") for r in law.inputs if r in ROLE_FLAGS}

@@ -74,9 +74,9 @@ def _add_fit_flags(p) -> None:
 def _chinchilla_options(args):
     """(FitOptions, fixed) for Chinchilla's solver from --fix, --tie, --tie-exponents, --solver and --delta, or a
     UserError naming the flag and the value."""
-    from scalinglab.cli.laws import parse_tie
+    from scalinglab.cli.law_flags import parse_tie
     from scalinglab.errors import UserError
-    from scalinglab.fitting.law import PARAMS
+    from scalinglab.fitting.chinchilla_law import PARAMS
     from scalinglab.fitting.options import FitOptions, fixed_value, param_name, parametrisation
 
     fixed = []
@@ -107,7 +107,7 @@ def _chinchilla_options(args):
 
 def _law_options(args, law):
     """(FitOptions, fixed) for a registry law from --fix, --tie and --delta, checked before the runs are read."""
-    from scalinglab.cli.laws import parse_fix, parse_tie
+    from scalinglab.cli.law_flags import parse_fix, parse_tie
     from scalinglab.cli.tables import check_delta
     from scalinglab.errors import UserError
     from scalinglab.fitting.laws.base import check_ties
@@ -128,7 +128,7 @@ def _request(args, law):
     """The fit asked for, every flag checked before anything is read: a bad flag is the user's first problem."""
     from dataclasses import replace
 
-    from scalinglab.cli.laws import refuse_fit_flags
+    from scalinglab.cli.law_flags import refuse_fit_flags
     from scalinglab.cli.tables import check_level, check_resampling
     from scalinglab.errors import UserError
     from scalinglab.fitting.options import Resampling
@@ -162,7 +162,7 @@ def _request(args, law):
 def _run(args) -> int:
     from dataclasses import replace
 
-    from scalinglab.cli.laws import law_columns
+    from scalinglab.cli.law_flags import law_columns
     from scalinglab.cli.tables import named_row, predict_from
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs

@@ -32,9 +32,9 @@ from dataclasses import replace
 import numpy as np
 
 from scalinglab.errors import UserError
+from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.conditions import _n_rows
 from scalinglab.fitting.form import Law, Param
-from scalinglab.fitting.law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.options import (
     FitOptions,
     Parametrisation,

@@ -13,8 +13,8 @@ import numpy as np
 
 from scalinglab.errors import OptionError, UserError
 from scalinglab.files import MAX_COUNT
+from scalinglab.fitting.chinchilla_law import PARAMS
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.law import PARAMS
 
 
 def min_rows(n_free: int) -> int:

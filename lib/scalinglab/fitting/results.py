@@ -191,8 +191,8 @@ class LawFit:
 
     @property
     def scaling_law(self):
-        """The law's closed form at these parameters (``fitting.law.ScalingLaw`` for Chinchilla), or a UserError
-        for a law without one."""
+        """The law's closed form at these parameters (``fitting.chinchilla_law.ScalingLaw`` for Chinchilla), or a
+        UserError for a law without one."""
         if self.law.closed_form is None:
             raise UserError(f"law {self.law.name} has no closed-form compute-optimal allocation")
         return self.law.closed_form(self.params)

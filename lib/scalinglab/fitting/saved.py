@@ -37,8 +37,8 @@ import numpy as np
 
 from scalinglab.errors import OptionError, UserError, printable
 from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
+from scalinglab.fitting.chinchilla_law import PARAMS
 from scalinglab.fitting.domain import Domain
-from scalinglab.fitting.law import PARAMS
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import STATUSES, Bootstrap, LawFit
 
@@ -276,7 +276,7 @@ def _check_options(o: FitOptions) -> None:
 
 def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
     """The free parameters of ``params`` (E, A, B, alpha, beta) outside the fit's box (in log E, A, B)."""
-    from scalinglab.fitting.law import to_theta
+    from scalinglab.fitting.chinchilla_law import to_theta
 
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = to_theta(np.asarray(params, float))
@@ -291,7 +291,7 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
     """The file agrees with itself: parameters inside the box, the objective the runs and law give, the status
     the parameters imply. ValueError (worded as a corrupt file by ``load``) otherwise."""
     from scalinglab.fitting.approach3 import bound_flags
-    from scalinglab.fitting.law import to_theta
+    from scalinglab.fitting.chinchilla_law import to_theta
     from scalinglab.fitting.solver import objective
 
     o = result.options

@@ -22,8 +22,8 @@ import pandas as pd
 
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.frontier import isoflop
-from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.solver import objective
 

@@ -43,8 +43,8 @@ import pandas as pd
 from scalinglab.accounting.conventions import OPENLM_VOCAB, kaplan_total_params, openlm_shape
 from scalinglab.errors import DataError, UserError
 from scalinglab.fitting.approach3 import NATURAL_FLOOR, natural_floor_shares
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.frontier.block_bootstrap import detectable
-from scalinglab.fitting.law import ScalingLaw
 from scalinglab.serialization import to_jsonable
 
 # Kaplan's sweep: "768 to 1.5 billion non-embedding parameters", and budgets

@@ -35,9 +35,9 @@ import numpy as np
 from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.forecast import residual_sd
-from scalinglab.fitting.law import ScalingLaw
 from scalinglab.fitting.options import parametrisation
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import progress_bar

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.serialization import to_jsonable
 
 ESTIMATORS = ("parabola", "spline", "approach3", "varpro")

@@ -42,7 +42,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
-from scalinglab.fitting.law import ScalingLaw
+from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
