@@ -59,3 +59,28 @@ def test_a_bad_cell_is_named_alike_by_every_path(tmp_path, capsys, bad, message)
 def test_a_missing_column_names_its_role():
     with pytest.raises(UserError, match=r"no column 'tokens' \(training tokens D\); the table has N, C, loss"):
         F.runs_from_table(table(), "N", "tokens")
+
+
+def test_one_step_from_table_to_fit():
+    """``laws.table.fit_rows`` is the step every table fit takes (``sl.fit``/`scalinglab fit`, ``fit_table``,
+    ``holdout``): the same rows give the same parameters, and the fitted rows it keeps are the table's, after the
+    highest losses are dropped."""
+    from scalinglab.fitting.laws import Columns, fit_table
+    from scalinglab.fitting.laws.table import fit_rows
+
+    rng = np.random.default_rng(3)
+    n = np.repeat(np.geomspace(1e7, 1e9, 5), 5)
+    d = np.tile(np.geomspace(1e9, 1e11, 5), 5)
+    t = pd.DataFrame({"N": n, "D": d, "loss": (1.7 + 400 / n**0.3 + 400 / d**0.3) * np.exp(0.01 * rng.standard_normal(25))})
+    t.loc[7, "loss"] = 9.0    # an outlier the drop removes
+    cols = Columns(n="N", d="D", loss="loss")
+    done = fit_rows(F.CHINCHILLA, t, np.arange(20), cols, drop_highest=1)
+    assert 7 not in done.rows and len(done.rows) == 19 and np.array_equal(done.y, t.loss.to_numpy()[done.rows])
+    via_table = fit_table(F.CHINCHILLA, t, cols, np.arange(25) < 20, drop_highest=1)
+    via_holdout = H.holdout(t, np.arange(25) >= 20, drop_highest=1)
+    via_front = sl.fit(t.iloc[:20].reset_index(drop=True), drop_highest=1)
+    for other in (via_table, via_holdout.fit, via_front):
+        assert other.params == pytest.approx(done.fit.params, rel=1e-12)
+    assert np.array_equal(via_holdout.train_rows, done.rows)
+    with pytest.raises(UserError, match="no rows to fit"):
+        fit_rows(F.CHINCHILLA, t, np.array([], int), cols)

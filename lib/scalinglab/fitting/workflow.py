@@ -124,23 +124,17 @@ class FitReport:
 def fit_runs(runs, request: FitRequest) -> FitReport:
     """Fit ``request.law`` to the ``runs``' selected rows and predict the held-out ones (errors name the table's
     rows: ``RowError``)."""
-    from scalinglab.fitting.laws import fit_law, inputs_at, predict_rows
+    from scalinglab.fitting.laws import predict_rows
+    from scalinglab.fitting.laws.table import fit_rows
     from scalinglab.fitting.predictions import residual_sd
-    from scalinglab.fitting.rows import group_labels, keep_below_highest
 
     law, cols, opts = request.law, request.columns, request.options
-    rows = runs.rows
-    inputs, y = inputs_at(law, runs.table, rows, cols)
-    _check_compute_column(cols, inputs)
-    if request.drop_highest:
-        keep = keep_below_highest(y, request.drop_highest)
-        inputs, y, rows = {k: v[keep] for k, v in inputs.items()}, y[keep], rows[keep]
-    by, labels = opts.resampling.by, None
-    if by:
-        labels = group_labels(runs.table, by)[rows]
-        _check_groups(labels, by)
-    fit = fit_law(law, inputs, y, opts, fixed=request.fixed or None, groups=labels, unit=by, progress=request.progress,
-                  names=cols.names(law))
+    by = opts.resampling.by
+    done = fit_rows(law, runs.table, runs.rows, cols, opts, fixed=request.fixed or None, groups=by,
+                    drop_highest=request.drop_highest, progress=request.progress,
+                    check_inputs=lambda inputs: _check_compute_column(cols, inputs),
+                    check_labels=lambda labels: _check_groups(labels, by))
+    fit, inputs, y, rows, labels = done.fit, done.inputs, done.y, done.rows, done.labels
     report = FitReport(fit, runs, request, inputs=inputs, y=y, fitted_rows=rows,
                        n_groups=None if labels is None else len(np.unique(labels)))
     calibration = None

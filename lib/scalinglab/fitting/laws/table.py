@@ -1,11 +1,15 @@
 """Registry laws on tables: fits on chosen rows, predictions of other rows.
 
 The columns and their one reader live in ``fitting.columns`` (``Columns``, ``inputs_at``, re-exported here);
-``fit_table`` fits; ``predict_rows`` gives a fitted law's predictions for rows it never saw,
+``fit_rows`` is the one step from a table's rows to a fit (``fit_table`` takes a mask or conditions);
+``predict_rows`` gives a fitted law's predictions for rows it never saw,
 with bootstrap intervals and the log errors that ``compare`` scores (RMSLE): ``predictions.Predictions``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,7 +21,48 @@ from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions, predict
 from scalinglab.fitting.results import LawFit
-from scalinglab.fitting.rows import group_labels
+from scalinglab.fitting.rows import group_labels, keep_below_highest
+
+
+@dataclass(frozen=True)
+class FittedRows:
+    """A fit and the data it was fitted to: ``inputs`` (role -> values) and ``y`` at the table's ``rows`` (after
+    any highest targets were dropped), and ``labels``, each row's resampling group (None: rows resampled)."""
+
+    fit: LawFit
+    inputs: dict[str, np.ndarray] = field(repr=False)
+    y: np.ndarray = field(repr=False)
+    rows: np.ndarray = field(repr=False)
+    labels: np.ndarray | None = field(default=None, repr=False)
+
+
+def fit_rows(law: Law, table, rows, cols: Columns, options: FitOptions | None = None, *, fixed=None,
+             groups=None, unit: str | None = None, drop_highest: int = 0, progress: bool = False,
+             check_inputs: Callable[[dict], None] | None = None,
+             check_labels: Callable[[np.ndarray], None] | None = None, **overrides) -> FittedRows:
+    """The one step from a table to a fit: read ``law``'s columns at ``rows`` (indices) through the one reader,
+    drop the K highest targets, label each row's resampling group (``groups``: a column or one label per table
+    row, else ``options.resampling.by``; ``unit`` names them), and fit (``fit_law``; ``overrides``: its
+    keywords). ``check_inputs`` and ``check_labels`` see what was read before the fit (the CLI's checks of a
+    compute column and of the groups)."""
+    if groups is None and options is not None:
+        groups = options.resampling.by
+    picked = np.asarray(rows, int)
+    if not picked.size:
+        raise UserError("no rows to fit")
+    inputs, y = inputs_at(law, table, picked, cols)
+    if check_inputs is not None:
+        check_inputs(inputs)
+    if drop_highest:
+        keep = keep_below_highest(y, drop_highest)
+        inputs, y, picked = {k: v[keep] for k, v in inputs.items()}, y[keep], picked[keep]
+    labels = None if groups is None else group_labels(table, groups)[picked]
+    if labels is not None and check_labels is not None:
+        check_labels(labels)
+    unit = unit or (groups if isinstance(groups, str) else None)
+    fit = fit_law(law, inputs, y, options, fixed=fixed, groups=labels, unit=unit, progress=progress,
+                  names=cols.names(law), **overrides)
+    return FittedRows(fit, inputs, y, picked, labels)
 
 
 def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | None = None, *, fixed=None,
@@ -25,22 +70,11 @@ def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | N
               seed: int | None = None, level: float | None = None, groups: str | None = None, drop_highest: int = 0,
               progress: bool = False) -> LawFit:
     """Fit ``law`` to the table's ``rows`` (a mask, conditions ANDed, or None for all) as ``options`` say
-    (``fit_law``; keywords override their fields); ``groups`` (else ``options.resampling.by``): a column whose
+    (``fit_rows``; keywords override their fields); ``groups`` (else ``options.resampling.by``): a column whose
     values the bootstrap resamples whole; ``drop_highest``: leave out the K highest targets first."""
-    groups = groups or (options.resampling.by if options is not None else None)
-    mask = rows_mask(table, rows)
-    picked = np.flatnonzero(mask)
-    if not picked.size:
-        raise UserError("no rows to fit")
-    inputs, y = inputs_at(law, table, picked, cols)
-    if drop_highest:
-        from scalinglab.fitting.rows import keep_below_highest
-
-        keep = keep_below_highest(y, drop_highest)
-        inputs, y, picked = {k: v[keep] for k, v in inputs.items()}, y[keep], picked[keep]
-    labels = None if groups is None else group_labels(table, groups)[picked]
-    return fit_law(law, inputs, y, options, fixed=fixed, objective=objective, delta=delta, n_boot=n_boot, seed=seed,
-                   level=level, groups=labels, unit=groups, progress=progress, names=cols.names(law))
+    return fit_rows(law, table, np.flatnonzero(rows_mask(table, rows)), cols, options, fixed=fixed, groups=groups,
+                    drop_highest=drop_highest, progress=progress, objective=objective, delta=delta, n_boot=n_boot,
+                    seed=seed, level=level).fit
 
 
 def predict_rows(fit: LawFit, table, rows, cols: Columns, level: float | None = None,

@@ -109,19 +109,18 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     """
     texts = tuple(str(c) for c in _conditions(held_out)) if not is_mask(held_out) else ()
     train_rows, test_rows = split_rows(table, select, held_out)
-    N, D, L, names = runs_at(table, train_rows, n_col, d_col, loss_col, c_col=c_col)
-    kept = keep_below_highest(L, drop_highest)
-    train_rows, N, D, L = train_rows[kept], N[kept], D[kept], L[kept]
-    labels = None if groups is None else group_labels(table, groups)
-    from scalinglab.fitting.laws.base import fit_law
+    from scalinglab.fitting.columns import Columns
+    from scalinglab.fitting.laws.table import fit_rows
 
-    res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options, n_boot=n_boot, seed=seed, level=level,
-                  names=dict(zip(("n", "d", "y"), names)), progress=progress,
-                  groups=None if labels is None else labels[train_rows],
-                  unit=groups if isinstance(groups, str) else "groups")
+    cols = Columns(n=n_col, d=None if c_col else d_col, loss=loss_col, c=c_col)
+    done = fit_rows(F.CHINCHILLA, table, train_rows, cols, options, groups=groups,
+                    unit=groups if isinstance(groups, str) else "groups", drop_highest=drop_highest,
+                    progress=progress, n_boot=n_boot, seed=seed, level=level)
+    res, train_rows, labels = done.fit, done.rows, done.labels
+    N, D, L = done.inputs["n"], done.inputs["d"], done.y
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
-                                          n_groups=len(np.unique(labels[train_rows])))
+                                          n_groups=len(np.unique(labels)))
     heldout = predict(res, {"n": tN, "d": tD}, tL, rows=test_rows, level=level, sigma=residual_sd(res, N, D, L))
     return HoldoutResult(fit=res, train_rows=train_rows, heldout=heldout, conditions=texts, **unit)
 
