@@ -17,7 +17,7 @@ from scalinglab.fitting.laws import get as get_law
 from scalinglab.fitting.laws.base import _Problem, check_ties, fit_law
 from scalinglab.fitting.options import FitOptions
 
-ENGINE = replace(CHINCHILLA, fitter=None)   # Chinchilla's form through the registry's generic engine
+ENGINE = replace(CHINCHILLA, solver="least-squares")   # Chinchilla's form through the registry's generic engine
 
 
 def grid(seed=0, noise=0.01, alpha=0.3, beta=0.3):

@@ -84,9 +84,10 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
         predict, k, status = (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, \
             res.status
     elif estimator == "varpro":
-        from scalinglab.fitting.varpro import fit_varpro
+        from scalinglab.fitting.approach3 import CHINCHILLA
+        from scalinglab.fitting.solvers import solve
 
-        f = fit_varpro(n, d, y, tol=1e-7)
+        f = solve("varpro", CHINCHILLA, {"n": n, "d": d}, y, tol=1e-7)
         predict, k, status = (lambda q: f.law.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), 5, f.status
     else:
         from scalinglab.fitting import laws

@@ -69,7 +69,7 @@ def _warm(law: Law, fit: LawFit) -> Law:
     """The law with the full-data estimate as its one start and the registry's generic solver: a bootstrap
     replicate moves the optimum a little, so the 4,500-start grid is not needed to find it again."""
     params = tuple(replace(p, starts=(float(np.clip(fit.params[p.name], p.lower, p.upper)),)) for p in law.params)
-    return replace(law, params=params, fitter=None)
+    return replace(law, params=params, solver="least-squares")
 
 
 CALIBRATED_UNIT = "ladder run (each left out in turn, both steps refitted), plus the target's checkpoint noise"

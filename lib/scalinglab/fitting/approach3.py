@@ -59,17 +59,38 @@ def _closed_form(p) -> ScalingLaw:
     return ScalingLaw(p["E"], p["A"], p["B"], p["alpha"], p["beta"])
 
 
-def _fit_law(law, inputs, y, *, options, fixed, objective, delta, n_boot, seed, level, groups, unit, progress,
-             names=None) -> LawFit:
-    """The registry's entry to this module's solver, with ``options``' solver settings: least squares is the
-    Huber objective with δ = ∞ (every residual on the quadratic branch), half the sum of squares, as in the
-    registry's other laws. ``names``: role -> column, for the messages that name the runs' columns."""
+def newton(law, inputs, y, *, options: FitOptions | None = None, fixed=None, ties=None, objective="huber",
+           delta=None, n_boot=0, seed=0, level=0.95, groups=None, unit="groups", progress=False, names=None,
+           starts=None) -> LawFit:
+    """The solver "chinchilla-newton" (``fitting.solvers``): ``fit_arrays`` with ``options``' settings. Least
+    squares is the Huber objective with δ = ∞ (every residual on the quadratic branch), half the sum of squares,
+    as in the registry's other laws. ``fixed`` defaults to ``options.fixed`` and ``delta`` to ``options.delta``;
+    ``ties`` are already in ``options.tied`` (``fit_law`` puts them there); ``starts`` replace Hoffmann's grid;
+    ``names``: role -> column, for the messages that name the runs' columns."""
+    options = options or FitOptions()
     parametrisation(options)   # a tie other than beta = alpha is refused here; that one is tie_exponents
+    fixed = dict(options.fixed) if fixed is None else fixed
+    delta = options.delta if delta is None else delta
     opts = replace(options, delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()),
                    tie_exponents=options.tie_exponents or bool(options.tied), tied=())
     cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
-    return fit_arrays(inputs["n"], inputs["d"], y, opts, n_boot=n_boot, seed=seed, level=level, groups=groups,
-                      unit=unit, progress=progress, names=cols)
+    return fit_arrays(inputs["n"], inputs["d"], y, opts, starts=starts, n_boot=n_boot, seed=seed, level=level,
+                      groups=groups, unit=unit, progress=progress, names=cols)
+
+
+def refit(theta0, inputs, y, weights, options: FitOptions, *, max_iter: int | None = None, log_y=None):
+    """The solver's batched re-solve (``Solver.refit``): every row of ``weights`` ((K, runs) resample counts) from
+    its row of ``theta0`` ((K, 5)) under ``options``' objective, box and constraints, for ``max_iter`` iterations
+    (default ``options.batch_iters``): (theta (K, 5), converged (K,)). ``log_y``: the target's logs instead of
+    ``y``, where the caller made them (a simulation that adds its noise in log loss)."""
+    logN, logD = (np.log(np.asarray(x, float).ravel()) for x in (inputs["n"], inputs["d"]))
+    logL = np.log(np.asarray(y, float).ravel()) if log_y is None else np.asarray(log_y, float)
+    th, _, ok = batched_solve(np.asarray(theta0, float), logN, logD, logL, weights=weights, delta=options.delta,
+                              lower=np.asarray(options.lower), upper=np.asarray(options.upper),
+                              max_iter=options.batch_iters if max_iter is None else max_iter,
+                              tol=options.batch_tol, gtol=options.gtol, param=parametrisation(options),
+                              block=options.block)
+    return th, ok
 
 
 CHINCHILLA = Law(
@@ -82,7 +103,7 @@ CHINCHILLA = Law(
             Param("B", "scale of the finite-data term", 1e-9, 1e26, (1e2,), log=True),
             Param("alpha", "exponent of N", 0.0, 5.0, (0.3,)),
             Param("beta", "exponent of D", 0.0, 5.0, (0.3,))),
-    predict=_predict, fitter=_fit_law, closed_form=_closed_form,
+    predict=_predict, solver="chinchilla-newton", closed_form=_closed_form,
     derived={"a": lambda p: _closed_form(p).a, "b": lambda p: _closed_form(p).b},
     log_scale=("E", "A", "B"), exponents=("alpha", "beta"),
     note="a = beta/(alpha+beta): N_opt ∝ C^a;  b = alpha/(alpha+beta): D_opt ∝ C^b  (C = 6ND)",

@@ -50,7 +50,7 @@ class Law:
     space: str = "log"                  # residuals: "log", "linear" or "logit"
     objective: str = "huber"            # default objective: "huber" (δ on the residuals) or "squares"
     note: str = ""
-    fitter: Callable[..., Any] | None = None   # a law's own solver (Chinchilla's batched Newton), returning a LawFit
+    solver: str = "least-squares"      # the solver's name in ``fitting.solvers.SOLVERS`` (Chinchilla's: its Newton)
     # Quantities that follow from the parameters (Chinchilla's a = β/(α+β), b = α/(α+β)): name -> f(params),
     # vectorised, so each has an estimate and, from the replicates, an interval.
     derived: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)

@@ -88,7 +88,7 @@ def calibrate_fit(fit, inputs: dict[str, np.ndarray], y, units, unit_name: str, 
 
     # A law with its own solver (Chinchilla's batched grid, numpy only) keeps it: the generic engine a warm start
     # needs would bring scipy onto `fit`'s path. Other laws already use the generic engine, so start it warm.
-    law = fit.law if fit.law.fitter is not None else warm_law(fit)
+    law = fit.law if fit.law.solver != "least-squares" else warm_law(fit)
     n_params = len(law.params) - len(fixed or {})
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -114,7 +114,7 @@ def warm_law(fit):
 
     params = tuple(replace(p, starts=(float(np.clip(fit.params[p.name], p.lower, p.upper)),))
                    for p in fit.law.params)
-    return replace(fit.law, params=params, fitter=None)
+    return replace(fit.law, params=params, solver="least-squares")
 
 
 def calibration_note(cal: UnitCalibration, order_col: str | None = None) -> dict[str, Any]:

@@ -233,6 +233,12 @@ def fit_varpro(N, D, L, *, step: float = 0.05, tol: float = 1e-9, level: float =
     return VarproFit(law=law, rss=rss, n_rows=len(L), n_evals=evals, a_se=_a_se(law, cov), level=level, cov=cov)
 
 
+def solve(law, inputs, y, *, step: float = 0.05, tol: float = 1e-9, level: float = 0.95,
+          tied: bool = False) -> VarproFit:
+    """The solver "varpro" (``fitting.solvers``): ``fit_varpro`` on Chinchilla's roles (n, d) and the losses."""
+    return fit_varpro(inputs["n"], inputs["d"], y, step=step, tol=tol, level=level, tied=tied)
+
+
 def _wald_cov(law: ScalingLaw, logN, logD, L, rss: float) -> np.ndarray | None:
     """The Gauss-Newton covariance s²(JᵀJ)⁻¹ of (E, A, B, α, β) in relative residuals; None with a
     coefficient on its bound (the Wald form does not apply) or too few rows."""

@@ -26,6 +26,7 @@ from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.frontier import isoflop
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.solvers import solve
 from scalinglab.serialization import to_jsonable
 
 # The Huber thresholds the sensitivity check sweeps (Hoffmann used 1e-3).
@@ -128,7 +129,8 @@ def sensitivity(items: Sequence[Variant], C: float, reference: LawFit | None = N
     for v in items:
         key = (v.N.tobytes(), v.D.tobytes(), v.L.tobytes(), v.options)
         if key not in done:
-            done[key] = F.fit_arrays(v.N, v.D, v.L, v.options, starts=starts)
+            done[key] = solve("chinchilla-newton", F.CHINCHILLA, {"n": v.N, "d": v.D}, v.L, options=v.options,
+                              starts=starts)
         fit = done[key]
         row = {"check": v.check, "setting": v.setting, "n_rows": len(v.L), "status": fit.status,
                "E": fit.E, "alpha": fit.alpha, "beta": fit.beta, "a": fit.a,

@@ -3,10 +3,11 @@
 A ``Law`` (``fitting.form``) is fitted by ``scipy.optimize.least_squares``
 from a grid of starts in the free coordinates: log residuals under Hoffmann's
 Huber loss (δ = 1e-3) by default for losses, plain least squares on the
-metric (or its logit) for downstream metrics. A law may bring its own solver
-(``Law.fitter``): Chinchilla's is ``approach3``'s batched Newton/IRLS over
-Hoffmann's 4,500 starts, so ``--law chinchilla`` is the same fit as ``fit``.
-Every path returns ``fitting.results.LawFit``.
+metric (or its logit) for downstream metrics: the solver named "least-squares"
+(``generic_solver`` below). A law may name another (``Law.solver``, looked up in
+``fitting.solvers``): Chinchilla's is "chinchilla-newton", ``approach3``'s batched
+Newton/IRLS over Hoffmann's 4,500 starts, so ``--law chinchilla`` is the same
+fit as ``fit``. Every path returns ``fitting.results.LawFit``.
 
 The bootstrap resamples rows (or whole groups of rows) and refits each
 replicate from the full-data optimum and the best few grid starts; replicates
@@ -31,6 +32,7 @@ from scalinglab.fitting.huber import huber
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import Bootstrap, LawFit
 from scalinglab.fitting.rows import progress_bar, resample_indices
+from scalinglab.fitting.solvers import get as get_solver
 
 MAX_STARTS = 96      # grid starts solved per fit (a thinned grid beyond this)
 SOLVED_STARTS = 8    # of those, the best-scoring ones solved (least squares)
@@ -267,20 +269,31 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     n_boot, seed, level = (rs.n if n_boot is None else n_boot, rs.seed if seed is None else seed,
                            rs.level if level is None else level)
     unit = unit or rs.by or "groups"
-    fixed = check_fixed(law, dict(opts.fixed) if fixed is None else fixed, ranges=law.fitter is None)
+    solver = get_solver(law.solver)
+    generic = solver.name == "least-squares"
+    fixed = check_fixed(law, dict(opts.fixed) if fixed is None else fixed, ranges=generic)
     fixed, ties = check_ties(law, opts.tied, fixed)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
         raise UserError(f"objective {kind!r}: expected huber or squares")
     inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
     y = np.asarray(y, float).ravel()
-    if law.fitter is not None:   # a law's own solver checks its runs (Chinchilla's names the columns)
+    if not generic:   # a law's own solver checks its runs (Chinchilla's names the columns)
         missing = [r for r in law.inputs if r not in inputs]
         if missing:
             raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
         opts = replace(opts, tied=tuple(ties.items()))  # by the law's names, each to a free parameter
-        return law.fitter(law, inputs, y, options=opts, fixed=fixed, objective=kind, delta=delta, n_boot=n_boot,
-                          seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
+    return solver(law, inputs, y, options=opts, fixed=fixed, ties=ties, objective=kind, delta=delta, n_boot=n_boot,
+                  seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
+
+
+def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *, options: FitOptions,
+                   fixed: dict[str, float], ties: dict[str, str], objective: str, delta: float, n_boot: int,
+                   seed: int, level: float, groups, unit: str, progress: bool = False,
+                   names: Mapping[str, str] | None = None) -> LawFit:
+    """The generic solver (``solvers.SOLVERS["least-squares"]``): ``fit_law``'s checked arguments in, the best of
+    scipy's least_squares from the law's grid of starts out, with its bootstrap when ``n_boot``."""
+    kind = objective
     check_inputs(law, inputs, y, len(law.params) - len(fixed) - len(ties))
     prob = _Problem(law, fixed, inputs, y, law.space, ties)
     starts = prob.starts(y)

@@ -38,10 +38,9 @@ from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.forecast import residual_sd
-from scalinglab.fitting.options import parametrisation
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import progress_bar
-from scalinglab.fitting.solver import batched_solve
+from scalinglab.fitting.solvers import get as get_solver
 from scalinglab.serialization import to_jsonable
 
 SIZES = (1 / 3, 1.0, 3.0)               # candidate N as multiples of N_opt at the run's compute
@@ -90,18 +89,16 @@ class Simulator:
         if m > self.noise_new.shape[1]:
             raise UserError(f"{m} proposed runs; the simulation was set up for at most {self.noise_new.shape[1]}")
         N, D = np.concatenate([self.N, newN]), np.concatenate([self.D, newD])
-        logN, logD = np.log(N), np.log(D)
         opts = self.result.options
-        lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+        newton = get_solver("chinchilla-newton")
         W = self.counts(len(N))
         z = np.hstack([self.noise_old, self.noise_new[:, :m]])
         pooled, n_ok = [], 0
         for s, theta in enumerate(self.truths):  # one batched solve per world (stacking them costs more)
             law = ScalingLaw(*theta)
-            logL = np.log(law.loss(N, D)) + self.sigma * z[s]
-            th, _, _ = batched_solve(np.repeat(law.theta[None, :], len(W), axis=0), logN, logD, logL, weights=W,
-                                     delta=opts.delta, lower=lo, upper=hi, max_iter=DESIGN_ITERS,
-                                     tol=opts.batch_tol, gtol=opts.gtol, param=parametrisation(opts))
+            logL = np.log(law.loss(N, D)) + self.sigma * z[s]   # the noise is in log loss
+            th, _ = newton.refit(np.repeat(law.theta[None, :], len(W), axis=0), {"n": N, "d": D}, None, W, opts,
+                                 max_iter=DESIGN_ITERS, log_y=logL)
             ok = ~F.artificial_bound_flags(th, opts).any(axis=1)
             if ok.sum() >= 3:
                 reps = ScalingLaw(*np.exp(th[ok, :3]).T, th[ok, 3], th[ok, 4])

@@ -139,10 +139,11 @@ def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
 
 def _varpro(N, D, L) -> tuple[float, float, float]:
     from scalinglab.errors import UserError
-    from scalinglab.fitting.varpro import fit_varpro
+    from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.solvers import solve
 
     try:
-        f = fit_varpro(N, D, L, tol=1e-7)
+        f = solve("varpro", CHINCHILLA, {"n": N, "d": D}, L, tol=1e-7)
     except UserError:
         return (np.nan, np.nan, np.nan)
     return (f.a, *f.a_ci)

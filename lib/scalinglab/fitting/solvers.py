@@ -1,0 +1,83 @@
+"""The solvers, by name: what each one minimises, which laws it fits, and where it lives.
+
+A law names its solver (``Law.solver``), and ``laws.base.fit_law`` hands every fit to it through ``solve``; the
+studies that set another estimator beside a law's own (the scoreboard's and the estimator audit's variable
+projection, the design study's weighted refits) ask for it here by the same name. So one name is one estimator
+everywhere, and a reader follows a fit from ``fit_law`` to this table to the function that solves it.
+
+Each entry is a ``"module:function"`` imported on first use: the engine imports no law's module, and scipy,
+which only the generic solver needs, stays unloaded on Chinchilla's path (the CLI's start).
+
+A solver's function takes ``(law, inputs, y, **settings)``; ``inputs`` maps each of the law's roles to an array.
+``refit``, where a solver has one, re-solves many resample weightings of the same runs at once from given starts
+(``(theta0 (K, p), inputs, y, weights (K, n), options, max_iter)`` → ``(theta (K, p), converged (K,))``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from scalinglab.errors import UserError
+
+
+def _load(entry: str):
+    module, name = entry.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Solver:
+    """One estimator: ``name`` (what options, results and messages call it), what it ``minimises``, the ``laws`` it
+    fits (None: every law of the registry), the function that fits (``entry``) and its result type (``result``),
+    and ``refit``, the batched re-solve of resample weightings, where it has one."""
+
+    name: str
+    minimises: str
+    entry: str
+    result: str
+    laws: tuple[str, ...] | None = None
+    refit_entry: str | None = None
+
+    def check(self, law) -> None:
+        if self.laws is not None and law.name not in self.laws:
+            raise UserError(f"solver {self.name} fits {', '.join(self.laws)}, not law {law.name}")
+
+    def __call__(self, law, inputs, y, **settings) -> Any:
+        self.check(law)
+        return _load(self.entry)(law, inputs, y, **settings)
+
+    def refit(self, theta0, inputs, y, weights, options, **settings):
+        if self.refit_entry is None:
+            raise UserError(f"solver {self.name} has no batched refit of resample weights")
+        return _load(self.refit_entry)(theta0, inputs, y, weights, options, **settings)
+
+
+SOLVERS: dict[str, Solver] = {s.name: s for s in (
+    Solver("least-squares",
+           "the Huber loss (or half the sum of squares) of the residuals in the law's space, by scipy's "
+           "least_squares from a grid of starts in the free coordinates",
+           "scalinglab.fitting.laws.base:generic_solver", "LawFit"),
+    Solver("chinchilla-newton",
+           "the Huber loss (δ = 1e-3) of log residuals, summed (Hoffmann et al.'s Approach 3), by a batched "
+           "Newton/IRLS solver from their 4,500 starts (or one variable-projection start)",
+           "scalinglab.fitting.approach3:newton", "LawFit", ("chinchilla",),
+           "scalinglab.fitting.approach3:refit"),
+    Solver("varpro",
+           "the sum of squared relative residuals (≈ log residuals), E, A, B ≥ 0, by variable projection: "
+           "α and β searched, E, A and B solved by non-negative least squares",
+           "scalinglab.fitting.varpro:solve", "VarproFit", ("chinchilla",)),
+)}
+
+
+def get(name: str) -> Solver:
+    try:
+        return SOLVERS[name]
+    except KeyError:
+        raise UserError(f"no solver {name!r}; solvers: {', '.join(SOLVERS)}") from None
+
+
+def solve(name: str, law, inputs, y, **settings) -> Any:
+    """Fit ``law`` to (``inputs``, ``y``) with the solver called ``name``."""
+    return get(name)(law, inputs, y, **settings)

@@ -1,0 +1,83 @@
+"""Solvers are plug-ins behind one table (scalinglab.fitting.solvers): every law names one, a name is one
+estimator wherever it is called, and no module outside the solvers' own calls a solver's internals."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scalinglab.errors import UserError
+from scalinglab.fitting import laws, solvers
+from scalinglab.fitting.approach3 import CHINCHILLA, fit_arrays
+from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.options import FitOptions
+from scalinglab.fitting.varpro import fit_varpro
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "scalinglab"
+# The solvers' own modules: the table, its entries and the Newton solver they share.
+SOLVER_MODULES = {"fitting/solvers.py", "fitting/approach3.py", "fitting/solver.py", "fitting/varpro.py",
+                  "fitting/laws/base.py"}
+INTERNALS = re.compile(r"\b(batched_solve|fit_arrays|fit_varpro|generic_solver)\(")
+
+
+def _runs(seed=0, n=40):
+    rng = np.random.default_rng(seed)
+    N = np.exp(rng.uniform(np.log(1e7), np.log(1e9), n))
+    D = np.exp(rng.uniform(np.log(1e9), np.log(1e11), n))
+    L = ScalingLaw(1.7, 400.0, 410.0, 0.34, 0.28).loss(N, D) * np.exp(rng.normal(0, 0.01, n))
+    return N, D, L
+
+
+def test_every_law_names_a_solver_that_fits_it():
+    for name in laws.names():
+        law = laws.get(name)
+        solver = solvers.get(law.solver)
+        solver.check(law)   # raises if the solver does not fit this law
+        assert solver.minimises and solver.result in ("LawFit", "VarproFit")
+
+
+def test_no_module_outside_the_solvers_calls_their_internals():
+    calls = []
+    for path in LIB.rglob("*.py"):
+        rel = path.relative_to(LIB).as_posix()
+        if rel in SOLVER_MODULES:
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if INTERNALS.search(line) and not line.lstrip().startswith(("def ", "#")):
+                calls.append(f"{rel}:{i}: {line.strip()}")
+    assert calls == []
+
+
+def test_a_name_is_one_estimator_wherever_it_is_called():
+    N, D, L = _runs()
+    by_name = solvers.solve("varpro", CHINCHILLA, {"n": N, "d": D}, L, tol=1e-7)
+    direct = fit_varpro(N, D, L, tol=1e-7)
+    assert by_name.params == direct.params and by_name.a_ci == direct.a_ci
+    newton = solvers.solve("chinchilla-newton", CHINCHILLA, {"n": N, "d": D}, L, options=FitOptions())
+    assert newton.params == fit_arrays(N, D, L, FitOptions()).params
+    assert newton.params == laws.fit_law(CHINCHILLA, {"n": N, "d": D}, L).params
+
+
+def test_the_refit_is_the_bootstrap_solve():
+    # Resample weights refitted by the solver's refit from the fit are the bootstrap's replicates: the same
+    # Newton solve, so the same parameters for the same counts.
+    from scalinglab.fitting.approach3 import bootstrap
+
+    N, D, L = _runs(1)
+    fit = fit_arrays(N, D, L)
+    rng = np.random.default_rng(3)
+    W = rng.multinomial(len(L), np.full(len(L), 1 / len(L)), size=5).astype(float)
+    th, ok = solvers.get("chinchilla-newton").refit(np.repeat(fit.theta[None, :], 5, axis=0), {"n": N, "d": D},
+                                                   L, W, fit.options)
+    boot = bootstrap(fit, N, D, L, counts=W)
+    assert ok.all() and np.allclose(th[:, 3], boot.column("alpha")) and np.allclose(th[:, 4], boot.column("beta"))
+
+
+def test_refusals_name_the_solver_and_the_law():
+    with pytest.raises(UserError, match="no solver 'nope'; solvers: least-squares, chinchilla-newton, varpro"):
+        solvers.get("nope")
+    N, D, L = _runs()
+    with pytest.raises(UserError, match="solver varpro fits chinchilla, not law kaplan"):
+        solvers.solve("varpro", laws.get("kaplan"), {"n": N, "d": D}, L)
+    with pytest.raises(UserError, match="solver least-squares has no batched refit"):
+        solvers.get("least-squares").refit(None, {}, None, None, None)
