@@ -495,7 +495,23 @@ def test_loss_curves_known_answers():
     cal = FIXTURE["06_loss_curves"]["curve_calibration"]["by_fit"]["multipower"]
     counts = "/".join(str(cal[k]["inside"]) for k in ("25M", "100M", "400M"))
     assert f"hold {counts} of 6 unseen final losses at 25M/100M/400M (multi-power optimum)" in t
-    assert "(unit: schedule; each of the 3 training schedules left out in turn, t on 2 df, log loss)" in t
+    assert "(unit: schedule; 3 training schedules left out in turn, log loss)" in t
+    assert "on each size's own spread (t on 2 df; worst at 100M" in t
+    pooled = "/".join(str(cal[k]["pooled_inside"]) for k in ("25M", "100M", "400M"))
+    assert (f", {pooled} with the spread pooled over sizes (t on 6 df, half-width "
+            f"{cal['25M']['pooled_half_width']:.4f})") in t
+    own = FIXTURE["06_loss_curves"]["curve_calibration"]["own_runs"]["multipower"]
+    assert f"pooled over 3 widths {own['pooled_inside']} of {own['pooled_total']} at " in t
+    # a summary from before the pooled interval existed still renders, without it
+    old = copy.deepcopy(FIXTURE["06_loss_curves"])
+    for by_size in old["curve_calibration"]["by_fit"].values():
+        for v in by_size.values():
+            for k in [k for k in v if k.startswith("pooled")]:
+                del v[k]
+    for k in [k for k in old["curve_calibration"]["own_runs"]["multipower"] if k.startswith("pooled")]:
+        del old["curve_calibration"]["own_runs"]["multipower"][k]
+    t_old = text("06_loss_curves", old)
+    assert "pooled" not in t_old and f"hold {counts} of 6 unseen final losses" in t_old
     assert "Issue" not in t
 
 

@@ -17,8 +17,9 @@ one predicting: the calibrated interval errs wide.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class CurveCalibration:
     naive: UnitCalibration | None = None
     tail: float = TAIL
     schedules: tuple = ()
+    residuals: UnitResiduals | None = field(default=None, repr=False, compare=False)   # behind ``calibration``
 
     @property
     def ok(self) -> bool:
@@ -63,9 +65,11 @@ class CurveCalibration:
         if not self.ok:
             return f"calibration over {left}: {self.calibration.reason}"
         c = self.calibration
+        pooled = f" (pooled over {','.join(c.pooled_over)})" if c.pooled_df is not None else ""
         return (f"calibrated {c.level:.0%} interval for a new schedule: {left}, the law refitted on the others, "
                 f"the last {self.tail:.0%} of each held-out curve's steps predicted; log-loss residuals: bias "
-                f"{c.mu:+.4f}, sd between schedules {c.sigma_unit:.4f}, within {c.sigma_point:.4f}, t on {c.df} df, "
+                f"{c.mu:+.4f}, sd between schedules {c.sigma_unit:.4f}, within {c.sigma_point:.4f}{pooled}, "
+                f"t on {c.df} df, "
                 f"half-width {c.half_width:.4f} (a factor {np.exp(c.half_width):.4f} either way)")
 
     def to_dict(self) -> dict:
@@ -76,8 +80,12 @@ class CurveCalibration:
     def saved(self) -> dict:
         """What a saved curve fit stores to rebuild the interval (:func:`from_saved`)."""
         return to_jsonable(dict(law=self.law, tail=self.tail, schedules=[str(s) for s in self.schedules],
-                                calibration={k: getattr(self.calibration, k) for k in SAVED_FIELDS},
-                                failed=[str(f) for f in self.calibration.failed]))
+                                calibration={k: getattr(self.calibration, k) for k in SAVED_FIELDS}
+                                | _pooling(self.calibration), failed=[str(f) for f in self.calibration.failed]))
+
+
+def _pooling(c: UnitCalibration) -> dict:
+    return {} if c.pooled_df is None else {"pooled_df": c.pooled_df, "pooled_over": list(c.pooled_over)}
 
 
 def from_saved(d: dict) -> CurveCalibration:
@@ -89,7 +97,9 @@ def from_saved(d: dict) -> CurveCalibration:
     kw["n_units"], kw["n_points"] = int(kw["n_units"]), int(kw["n_points"])
     if kw["space"] != "log" or not 0 < kw["level"] < 1:
         raise ValueError("calibration space or level")
-    cal = UnitCalibration(**kw, failed=tuple(d.get("failed", ())))
+    pooled_df = None if c.get("pooled_df") is None else int(c["pooled_df"])
+    cal = UnitCalibration(**kw, failed=tuple(d.get("failed", ())), pooled_df=pooled_df,
+                          pooled_over=tuple(map(str, c.get("pooled_over", ()))))
     return CurveCalibration(str(d["law"]), cal, None, float(d["tail"]), tuple(d["schedules"]))
 
 
@@ -123,4 +133,17 @@ def calibrate_schedules(curves: list[Curve], fitter: Callable[[list[Curve]], Cur
     per_point = UnitResiduals(res.resid, np.arange(len(res.resid)).astype(object), res.scheme, res.space, "point",
                               res.failed)
     naive = UnitCalibration.from_residuals(per_point, level)
-    return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves))
+    return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves), res)
+
+
+def pool_over(cals: Mapping[Any, CurveCalibration]) -> dict[Any, CurveCalibration]:
+    """The calibrations of one law at several model sizes with the schedule and point spreads pooled over the sizes
+    (``UnitCalibration.pooled``): each size keeps its own bias, and three schedules per size give 6 degrees of
+    freedom instead of 2. Assumes the law's misfit between schedules, in log loss, is alike at every size."""
+    if any(c.residuals is None for c in cals.values()):
+        raise UserError("pooling needs each calibration's residuals: calibrate with calibrate_schedules")
+    level = {c.calibration.level for c in cals.values()}
+    if len(level) != 1:
+        raise UserError(f"pooling calibrations of different levels ({', '.join(map(str, sorted(level)))})")
+    pooled = UnitCalibration.pooled({k: c.residuals for k, c in cals.items()}, level.pop())
+    return {k: replace(c, calibration=pooled[k]) for k, c in cals.items()}

@@ -15,7 +15,7 @@ import numpy as np
 
 from scalinglab.curves import evaluate as E
 from scalinglab.curves import fit as F
-from scalinglab.curves.calibration import calibrate_schedules
+from scalinglab.curves.calibration import calibrate_schedules, pool_over
 from scalinglab.curves.data import own_curves
 from scalinglab.curves.laws import LAWS, Curve, prepare
 from scalinglab.errors import UserError
@@ -41,21 +41,38 @@ def fit_predict(db, laws=("multipower", "tissue", "baseline"), n_boot: int = 0, 
                 store: dict | None = None, level: float = 0.95) -> list[dict]:
     """One row per (model, law, unseen schedule): metrics, the final loss, its prediction, the block bootstrap's
     parameter-only band and the interval calibrated on the model's two training schedules, each left out in
-    turn (one refit on the other: two residuals, a t on 1 degree of freedom, in log loss).
+    turn (one refit on the other: two residuals, a t on 1 degree of freedom, in log loss); and ``pooled_*``, the
+    same interval with the schedule spread pooled over the widths (seed 0 of each: each its own bias, one df per
+    width; absent for other seeds, whose misfit is their width's).
     ``store``, if given, receives each (width, seed, law)'s (fit, bootstrap, calibration)."""
-    rows = []
-    for (width, rep), g in sorted(groups(db).items()):
-        train, test = [g[s] for s in TRAIN_SCHEDULES], [g[s] for s in TEST_SCHEDULES]
+    made, gs = {}, groups(db)
+    for (width, rep), g in sorted(gs.items()):
+        train = [g[s] for s in TRAIN_SCHEDULES]
         for law in laws:
             fit = F.fit_curves(train, law)
             boot = E.bootstrap(fit, train, n_boot, seed=seed, level=level) if n_boot else None
             cal = calibrate_schedules(train, lambda cs, lw=law: F.fit_curves(cs, lw), law, level=level)
-            if store is not None:
-                store[(width, rep, law)] = (fit, boot, cal)
-            for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot, cal)):
-                rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
-                                 status=fit.reason, block=boot.block if boot else None,
-                                 cal_half_width=cal.calibration.half_width, **p.to_dict()))
+            made[(width, rep, law)] = (fit, boot, cal)
+    if store is not None:
+        store.update(made)
+    pooled = {}   # seed 0 only: other seeds of a width share its schedule misfit, so they add no degree of freedom
+    for law in laws:
+        pooled.update({(w, 0, law): c for w, c in
+                       pool_over({w: made[(w, r, lw)][2] for w, r, lw in made if lw == law and r == 0}).items()})
+    rows = []
+    for (width, rep, law), (fit, boot, cal) in made.items():
+        g = gs[(width, rep)]
+        test = [g[s] for s in TEST_SCHEDULES]
+        pc = pooled.get((width, rep, law))
+        for sched, p in zip(TEST_SCHEDULES, E.predict_curves(fit, test, boot, cal)):
+            pool = {}
+            if pc is not None:
+                plo, phi = (float(x[0]) for x in pc.interval(np.array([p.final_pred])))
+                pool = dict(pooled_lo=plo, pooled_hi=phi, pooled_inside=bool(plo <= p.final <= phi),
+                            pooled_df=pc.calibration.df, pooled_half_width=pc.calibration.half_width)
+            rows.append(dict(width=width, seed=rep, n=g[sched].meta["n"], law=law, schedule=sched,
+                             status=fit.reason, block=boot.block if boot else None,
+                             cal_half_width=cal.calibration.half_width, **p.to_dict(), **pool))
     return rows
 
 

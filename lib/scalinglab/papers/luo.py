@@ -15,7 +15,7 @@ import numpy as np
 
 from scalinglab.curves import evaluate as E
 from scalinglab.curves import fit as F
-from scalinglab.curves.calibration import calibrate_schedules
+from scalinglab.curves.calibration import calibrate_schedules, pool_over
 from scalinglab.curves.data import LUO_SIZES, LUO_TEST, LUO_TRAIN, luo_curves
 from scalinglab.curves.laws import LAWS
 
@@ -75,6 +75,10 @@ def study(sizes=LUO_SIZES, fits=FITS, n_boot: int = 0, seed: int = 0, level: flo
                                    average=E.average([p.metrics for p in preds]))
             if progress:
                 progress(size, name)
+    if calibrate and len(out) > 1:   # the same law's schedule spread, pooled over the sizes (6 df, not 2)
+        for name in fits:
+            for size, cal in pool_over({size: out[size][name]["calibration"] for size in out}).items():
+                out[size][name]["calibration_pooled"] = cal
     return out
 
 
@@ -106,7 +110,8 @@ def coverage(res: dict, name: str) -> tuple[int, int]:
 def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped", "tissue", "baseline")) -> dict:
     """Per fit and size: how many of the six unseen schedules' final losses the calibrated interval holds
     (unit: schedule), beside the parameter-only band's and the naive per-point interval's count on the same six,
-    and the calibration behind it (bias, spreads, degrees of freedom, half-width in log loss)."""
+    and the calibration behind it (bias, spreads, degrees of freedom, half-width in log loss); where the study
+    pooled the spreads over sizes, the pooled interval's count, degrees of freedom and half-width too."""
     from scalinglab.fitting.calibration import coverage as unit_coverage
 
     out = {}
@@ -132,6 +137,15 @@ def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped"
                 calibration_schedules=c.n_units, failed=[str(x) for x in c.failed], df=c.df, bias=c.mu,
                 sigma_schedule=c.sigma_unit, sigma_point=c.sigma_point, half_width=c.half_width,
                 naive_half_width=cal.naive.half_width)
+            pooled = f.get("calibration_pooled")
+            if pooled is not None:
+                plo, phi = pooled.interval(np.array([p.final_pred for p in preds]))
+                pc = unit_coverage(actual, plo, phi, units)
+                out[name][size].update(
+                    pooled_inside=int(pc.units_inside), pooled_df=pooled.calibration.df,
+                    pooled_half_width=pooled.calibration.half_width,
+                    pooled_sigma_schedule=pooled.calibration.sigma_unit,
+                    pooled_per_schedule={p.name: bool(lo <= p.final <= hi) for p, lo, hi in zip(preds, plo, phi)})
     return out
 
 

@@ -58,13 +58,18 @@ def loss_curves(summary: Mapping[str, Any]) -> list[Finding]:
 
     worst = min(SIZES, key=lambda k: (by("multipower", k, "inside"), by("multipower", k, "half_width")))
     w = by.sub("multipower", worst)
+    pooled = all("pooled_inside" in (by("multipower", k) or {}) for k in SIZES)
+    p0 = by.sub("multipower", SIZES[0])
+    pool = (f", {counts('multipower', 'pooled_inside')} with the spread pooled over sizes (t on {p0('pooled_df')} "
+            f"df, half-width {dec(p0('pooled_half_width'), 4)})" if pooled else "")
+    tissue_pool = f" and {counts('tissue', 'pooled_inside')}" if pooled else ""
     out.append(Finding(
-        f"Calibrated 95% intervals (unit: schedule; each of the {cal('calibration_schedules')} training schedules "
-        f"left out in turn, t on {w('df')} df, log loss) hold {counts('multipower')} of "
-        f"{cal('checked_schedules')} unseen final losses at 25M/100M/400M (multi-power optimum), "
-        f"{counts('tissue')} (Tissue et al.); parameter-only bands {counts('multipower', 'parameter_only_inside')} "
-        f"and {counts('tissue', 'parameter_only_inside')}. Worst at {worst}: the held-out schedules' spread "
-        f"{dec(w('sigma_schedule'), 4)}, half-width {dec(w('half_width'), 4)}."))
+        f"Calibrated 95% intervals (unit: schedule; {cal('calibration_schedules')} training schedules "
+        f"left out in turn, log loss) hold {counts('multipower')} of {cal('checked_schedules')} unseen final "
+        f"losses at 25M/100M/400M (multi-power optimum) on each size's own spread (t on {w('df')} df; worst at "
+        f"{worst}, half-width {dec(w('half_width'), 4)}){pool}; Tissue et al. {counts('tissue')}{tissue_pool}; "
+        f"parameter-only bands {counts('multipower', 'parameter_only_inside')} and "
+        f"{counts('tissue', 'parameter_only_inside')}."))
     own = s.sub("own_runs")
     oc = cal.sub("own_runs", "multipower")
     out.append(Finding(
@@ -72,9 +77,11 @@ def loss_curves(summary: Mapping[str, Any]) -> list[Finding]:
         f"PredE {dec(own('prede', 'multipower', 'wsd'), 4)} (WSD) and {dec(own('prede', 'multipower', 'step'), 4)} "
         f"(step), Tissue et al.'s {dec(own('prede', 'tissue', 'wsd'), 4)} and {dec(own('prede', 'tissue', 'step'), 4)}"
         f". Calibrated on two schedules per model ({oc('df')} df), multi-power intervals hold {oc('inside')} of "
-        f"{oc('total')} final losses at a median half-width of {dec(oc('median_half_width'), 2)} in log loss "
-        f"(×{dec(math.exp(oc('median_half_width')), 2)}); parameter-only bands {oc('parameter_only_inside')} of "
-        f"{oc('parameter_only_total')}."))
+        f"{oc('total')} final losses, median half-width {dec(oc('median_half_width'), 2)} in log loss "
+        f"(×{dec(math.exp(oc('median_half_width')), 2)})"
+        + (f", pooled over {oc('pooled_df')} widths {oc('pooled_inside')} of {oc('pooled_total')} at "
+           f"{dec(oc('pooled_median_half_width'), 2)}" if "pooled_df" in oc() else "")
+        + f"; parameter-only bands {oc('parameter_only_inside')} of {oc('parameter_only_total')}."))
     one = s.sub("one_run")
     sep = one("separate_a")
     if one("identified"):
