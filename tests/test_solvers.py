@@ -16,8 +16,9 @@ from scalinglab.fitting.varpro import fit_varpro
 LIB = Path(__file__).resolve().parents[1] / "lib" / "scalinglab"
 # The solvers' own modules: the table, its entries and the Newton solver they share.
 SOLVER_MODULES = {"fitting/solvers.py", "fitting/approach3.py", "fitting/solver.py", "fitting/varpro.py",
-                  "fitting/laws/base.py"}
-INTERNALS = re.compile(r"\b(batched_solve|fit_arrays|fit_varpro|generic_solver)\(")
+                  "fitting/laws/base.py", "curves/fit.py"}
+INTERNALS = re.compile(r"\b(batched_solve|fit_arrays|fit_varpro|generic_solver|_local_solve|huber_solver|"
+                       r"early_stopped_solver)\(")
 
 
 def _runs(seed=0, n=40):
@@ -74,10 +75,49 @@ def test_the_refit_is_the_bootstrap_solve():
 
 
 def test_refusals_name_the_solver_and_the_law():
-    with pytest.raises(UserError, match="no solver 'nope'; solvers: least-squares, chinchilla-newton, varpro"):
+    with pytest.raises(UserError, match="no solver 'nope'; solvers: least-squares, chinchilla-newton, varpro, curve-huber, "
+                       "curve-early-stopped"):
         solvers.get("nope")
     N, D, L = _runs()
     with pytest.raises(UserError, match="solver varpro fits chinchilla, not law kaplan"):
         solvers.solve("varpro", laws.get("kaplan"), {"n": N, "d": D}, L)
     with pytest.raises(UserError, match="solver least-squares has no batched refit"):
         solvers.get("least-squares").refit(None, {}, None, None, None)
+
+
+def _curves():
+    from scalinglab.curves.laws import LAWS, Curve, prepare
+
+    steps = 400
+    lrs = {"constant": np.full(steps, 3e-4), "cosine": 3e-4 * (0.55 + 0.45 * np.cos(np.pi * np.arange(steps) / steps))}
+    truth = np.array([2.0, 1.2, 0.4, 300.0, 2.0, 0.5, 0.5])
+    rng = np.random.default_rng(5)
+    curves = []
+    for name, lr in lrs.items():
+        at = np.arange(20, steps + 1, 20)
+        c = Curve(name, lr, at)
+        loss = LAWS["multipower"].predict(truth, prepare(c)) * np.exp(rng.normal(0, 0.002, len(at)))
+        curves.append(Curve(name, lr, at, loss))
+    return curves
+
+
+def test_the_curve_solvers_are_in_the_table_and_their_results_name_them():
+    from scalinglab.curves import fit as CF
+    from scalinglab.curves.laws import LAWS, prepare
+
+    assert set(solvers.get("curve-huber").laws) == set(LAWS)
+    curves = _curves()
+    fit = CF.fit_curves(curves, "multipower")
+    preps = [prepare(c) for c in curves]
+    logy = np.log(np.concatenate([c.loss for c in curves]))
+    by_name = solvers.solve("curve-huber", LAWS["multipower"], {"curves": curves, "prepared": preps}, logy)
+    assert by_name.params == fit.params and fit.solver == "curve-huber" and fit.to_dict()["solver"] == "curve-huber"
+    early = CF.fit_early_stopped(curves)
+    assert early.solver == "curve-early-stopped" and early.to_dict()["procedure"] == "early-stopped AdamW"
+    with pytest.raises(UserError, match="solver curve-early-stopped fits multipower, not law tissue"):
+        solvers.solve("curve-early-stopped", LAWS["tissue"], {"curves": curves, "prepared": preps}, logy)
+    # the bootstrap's replicate: one solve from the fit capped at 100 evaluations, nothing else
+    one = solvers.solve("curve-huber", LAWS["multipower"], {"curves": curves, "prepared": preps}, logy,
+                        theta0=fit.theta, only=100)
+    local = CF._local_solve(LAWS["multipower"], preps, logy, fit.theta, fit.delta, max_nfev=100)
+    assert np.array_equal(one.theta, local[0]) and one.objective == local[1]

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalinglab.curves.fit import CurveFit, fit_curves, solve
+from scalinglab.curves.fit import CurveFit, fit_curves
 from scalinglab.curves.laws import LAWS, Curve, Prepared, prepare
+from scalinglab.fitting.solvers import solve
 from scalinglab.serialization import to_jsonable
 
 METRICS = ("r2", "mae", "rmse", "prede", "worste")
@@ -111,8 +112,8 @@ def bootstrap(fit: CurveFit, curves: list[Curve], n_boot: int = 200, *, block: i
     thetas = []
     for _ in range(n_boot):
         logy = np.concatenate([np.log(f) + r[block_indices(len(r), block, rng)] for f, r in zip(fitted, res)])
-        th, _, _ = solve(law, preps, logy, fit.theta, fit.delta, max_nfev=100)
-        thetas.append(th)
+        thetas.append(solve("curve-huber", law, {"curves": curves, "prepared": preps}, logy, theta0=fit.theta,
+                            delta=fit.delta, warmup_in_sum=fit.warmup_in_sum, only=100).theta)
     return CurveBootstrap(fit.law, np.array(thetas), block, level, tuple(res), fit.warmup_in_sum)
 
 

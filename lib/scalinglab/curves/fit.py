@@ -7,6 +7,10 @@ point the linear ones (L0, A and the annealing scale) are solved by least square
 scored by the Huber objective. The best few are then solved to convergence by scipy's trust-region least squares
 with its Huber loss (``loss='huber'``, ``f_scale=δ``: the same function as :func:`scalinglab.fitting.huber.huber`,
 which scores the result) and the analytic Jacobian of :mod:`scalinglab.curves.laws`.
+
+Both estimators here are solvers of :mod:`scalinglab.fitting.solvers`, called by name: ``curve-huber`` (the
+optimum above) and ``curve-early-stopped`` (Luo et al.'s own procedure). Their ``inputs`` are
+``{"curves": [Curve, ...], "prepared": [Prepared, ...]}`` and ``y`` the log losses of every logged point.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from scalinglab.curves.laws import CHUNK_WIDTH, LAWS, Curve, CurveLaw, Prepared,
 from scalinglab.errors import UserError
 from scalinglab.fitting.huber import HUBER_DELTA, huber
 from scalinglab.fitting.protocol import FitResult
+from scalinglab.fitting.solvers import solve
 from scalinglab.serialization import to_jsonable
 
 # the nonlinear parameters' screening grid and the linear ones' columns in the Jacobian
@@ -47,6 +52,7 @@ class CurveFit(FitResult):
     delta: float = HUBER_DELTA
     warmup_in_sum: bool = False
     extra: dict = field(default_factory=dict)
+    solver: str = "curve-huber"
 
     @property
     def theta(self) -> np.ndarray:
@@ -81,7 +87,7 @@ class CurveFit(FitResult):
     def to_dict(self) -> dict:
         return to_jsonable(dict(law=self.law, params=self.params, objective=self.objective, n_points=self.n_points,
                                 curves=list(self.curves), status=self.status, at_bound=list(self.at_bound),
-                                delta=self.delta, **self.extra))
+                                delta=self.delta, solver=self.solver, **self.extra))
 
 
 def check_curves(curves: list[Curve], law: CurveLaw) -> None:
@@ -127,8 +133,8 @@ def _screen(law: CurveLaw, preps, logy: np.ndarray, delta: float, n_keep: int) -
     return [t for _, t in scored[:n_keep]]
 
 
-def solve(law: CurveLaw, preps, logy: np.ndarray, theta0, delta: float = HUBER_DELTA,
-          max_nfev: int = 150) -> tuple[np.ndarray, float, bool]:
+def _local_solve(law: CurveLaw, preps, logy: np.ndarray, theta0, delta: float = HUBER_DELTA,
+                 max_nfev: int = 150) -> tuple[np.ndarray, float, bool]:
     """One local solve from ``theta0``: Huber on log residuals, bounded, analytic Jacobian. Returns the
     parameters, the Huber objective and whether the solver stopped on its tolerances (not its evaluation cap)."""
     from scipy.optimize import least_squares
@@ -156,23 +162,42 @@ def solve(law: CurveLaw, preps, logy: np.ndarray, theta0, delta: float = HUBER_D
 def fit_curves(curves: list[Curve], law: str = "multipower", *, delta: float = HUBER_DELTA,
                width: int = CHUNK_WIDTH, warmup_in_sum: bool = False, theta0=None,
                preps: list[Prepared] | None = None) -> CurveFit:
-    """Fit ``law`` to ``curves`` jointly (one parameter set). ``theta0`` skips the screen (one solve from it)."""
+    """Fit ``law`` to ``curves`` jointly (one parameter set) by the ``curve-huber`` solver. ``theta0`` skips the
+    screen (one solve from it)."""
     cl = get(law)
     check_curves(curves, cl)
     preps = preps or [prepare(c, width=width, warmup_in_sum=warmup_in_sum) for c in curves]
     logy = np.log(np.concatenate([c.loss for c in curves]))
+    return solve("curve-huber", cl, {"curves": curves, "prepared": preps}, logy, delta=delta, theta0=theta0,
+                 warmup_in_sum=warmup_in_sum)
+
+
+def huber_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, delta: float = HUBER_DELTA, theta0=None,
+                 warmup_in_sum: bool = False, only: int | None = None) -> CurveFit:
+    """The ``curve-huber`` solver: the screen's best starts (or ``theta0``) each given a short solve, then the
+    best solved to its tolerances or the evaluation cap. ``only``: one solve from ``theta0`` capped at that many
+    evaluations, nothing else (the bootstrap's replicates, each from the fit)."""
+    curves, preps = inputs["curves"], inputs["prepared"]
+    if only is not None:
+        theta, obj, converged = _local_solve(cl, preps, logy, theta0, delta, max_nfev=only)
+        return _result(cl, theta, obj, converged, logy, curves, delta, warmup_in_sum)
     starts = [np.asarray(theta0, float)] if theta0 is not None else _screen(cl, preps, logy, delta, N_POLISH)
     if not starts:
-        raise UserError(f"{law} law: no start gives positive losses on these curves")
+        raise UserError(f"{cl.name} law: no start gives positive losses on these curves")
     # every start a short solve, then the best to its tolerances or the evaluation cap
-    short = min((solve(cl, preps, logy, s, delta, max_nfev=30) for s in starts), key=lambda r: r[1])
-    theta, obj, converged = solve(cl, preps, logy, short[0], delta)
+    short = min((_local_solve(cl, preps, logy, s, delta, max_nfev=30) for s in starts), key=lambda r: r[1])
+    theta, obj, converged = _local_solve(cl, preps, logy, short[0], delta)
+    return _result(cl, theta, obj, converged, logy, curves, delta, warmup_in_sum)
+
+
+def _result(cl: CurveLaw, theta, obj, converged, logy, curves, delta, warmup_in_sum) -> CurveFit:
     lo, hi = np.array(cl.lower), np.array(cl.upper)
     tol = 1e-6 * np.maximum(1.0, np.abs(theta))
     at_bound = tuple(n for n, v, a, b in zip(cl.params, theta, lo, hi) if (np.isfinite(a) and v - a < tol[0])
                      or (np.isfinite(b) and b - v < tol[0]))
-    return CurveFit(law, dict(zip(cl.params, map(float, theta))), obj, len(logy), tuple(c.name for c in curves),
-                    at_bound, delta, warmup_in_sum, {} if converged else {"stopped": "evaluation cap"})
+    return CurveFit(cl.name, dict(zip(cl.params, map(float, theta))), obj, len(logy),
+                    tuple(c.name for c in curves), at_bound, delta, warmup_in_sum,
+                    {} if converged else {"stopped": "evaluation cap"})
 
 
 def fit_early_stopped(curves: list[Curve], *, steps: int = 200, patience: int = 20, lr_linear: float = 5e-2,
@@ -183,11 +208,22 @@ def fit_early_stopped(curves: list[Curve], *, steps: int = 200, patience: int = 
     L0 + A·S1^(−α) − B·(η_max − η_t) (solved here to its Huber optimum) with C = 1, β = γ = 0.5, then at most
     ``steps`` AdamW steps (β1 0.9, β2 0.999, ε 1e-8, decoupled weight decay 0.01: torch's defaults) at rate 5e-2
     on L0, A, B, C and 5e-3 on α, β, γ, stopped after ``patience`` steps without a lower objective; the lowest
-    objective seen wins. Their warmup-inclusive sum is the default, as their published parameters use it."""
+    objective seen wins. Their warmup-inclusive sum is the default, as their published parameters use it. The
+    ``curve-early-stopped`` solver."""
     cl = LAWS["multipower"]
     check_curves(curves, cl)
     preps = [prepare(c, warmup_in_sum=warmup_in_sum) for c in curves]
     logy = np.log(np.concatenate([c.loss for c in curves]))
+    return solve("curve-early-stopped", cl, {"curves": curves, "prepared": preps}, logy, steps=steps,
+                 patience=patience, lr_linear=lr_linear, lr_exponents=lr_exponents, weight_decay=weight_decay,
+                 delta=delta, warmup_in_sum=warmup_in_sum)
+
+
+def early_stopped_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, steps: int = 200, patience: int = 20,
+                         lr_linear: float = 5e-2, lr_exponents: float = 5e-3, weight_decay: float = 0.01,
+                         delta: float = HUBER_DELTA, warmup_in_sum: bool = True) -> CurveFit:
+    """The ``curve-early-stopped`` solver: :func:`fit_early_stopped`'s procedure on prepared curves."""
+    curves, preps = inputs["curves"], inputs["prepared"]
     peak = max(float(np.max(c.lrs)) for c in curves)
     cur = np.concatenate([c.lrs[c.at - 1] for c in curves])
     s1 = np.concatenate([p.s1 for p in preps])
@@ -197,7 +233,7 @@ def fit_early_stopped(curves: list[Curve], *, steps: int = 200, patience: int = 
         coef, *_ = np.linalg.lstsq(X, np.exp(logy), rcond=None)
         th0 = np.array([coef[0], coef[1], a0, coef[2]])
         sur = _Surrogate(s1, peak - cur)
-        th, obj, _ = solve(sur, [None], logy, np.clip(th0, 1e-6, None), delta, max_nfev=400)
+        th, obj, _ = _local_solve(sur, [None], logy, np.clip(th0, 1e-6, None), delta, max_nfev=400)
         if best0 is None or obj < best0[1]:
             best0 = (th, obj)
     theta = np.array([*best0[0][:3], best0[0][3], 1.0, 0.5, 0.5])
@@ -220,11 +256,13 @@ def fit_early_stopped(curves: list[Curve], *, steps: int = 200, patience: int = 
         if obj < best_obj:   # as their loop does: the objective before the step, the parameters after it
             best, best_obj = theta.copy(), obj
     return CurveFit("multipower", dict(zip(cl.params, map(float, best))), best_obj, len(logy),
-                    tuple(c.name for c in curves), (), delta, warmup_in_sum, {"procedure": "early-stopped AdamW"})
+                    tuple(c.name for c in curves), (), delta, warmup_in_sum, {"procedure": "early-stopped AdamW"},
+                    solver="curve-early-stopped")
 
 
 class _Surrogate:
-    """Luo et al.'s initialisation surrogate L0 + A·S1^(−α) − B·(η_max − η_t), in the shape :func:`solve` reads."""
+    """Luo et al.'s initialisation surrogate L0 + A·S1^(−α) − B·(η_max − η_t), in the shape :func:`_local_solve`
+    reads."""
 
     name, params = "surrogate", ("L0", "A", "alpha", "B")
     lower, upper = (0, 0, 0, 0), (np.inf, np.inf, 3, np.inf)

@@ -205,7 +205,8 @@ def load_fit(path) -> tuple[CurveFit, E.CurveBootstrap | None, CurveCalibration 
             raise ValueError(f"unknown law {f.get('law')!r}")
         fit = CurveFit(f["law"], {k: float(v) for k, v in f["params"].items()}, float(f["objective"]),
                        int(f["n_points"]), tuple(f["curves"]), tuple(f["at_bound"]), float(f["delta"]),
-                       extra={"stopped": f["stopped"]} if f.get("stopped") else {})
+                       extra={"stopped": f["stopped"]} if f.get("stopped") else {},
+                       solver=str(f.get("solver", "curve-early-stopped" if f.get("procedure") else "curve-huber")))
         fit.theta  # noqa: B018 -- every parameter of the law is there
         b = d.get("bootstrap")
         boot = None if b is None else E.CurveBootstrap(

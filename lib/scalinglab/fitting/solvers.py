@@ -8,7 +8,8 @@ everywhere, and a reader follows a fit from ``fit_law`` to this table to the fun
 Each entry is a ``"module:function"`` imported on first use: the engine imports no law's module, and scipy,
 which only the generic solver needs, stays unloaded on Chinchilla's path (the CLI's start).
 
-A solver's function takes ``(law, inputs, y, **settings)``; ``inputs`` maps each of the law's roles to an array.
+A solver's function takes ``(law, inputs, y, **settings)``; ``inputs`` maps each of the law's roles to an array
+(the curve solvers': ``curves`` and their ``prepared`` schedules, ``y`` the log losses).
 ``refit``, where a solver has one, re-solves many resample weightings of the same runs at once from given starts
 (``(theta0 (K, p), inputs, y, weights (K, n), options, max_iter)`` → ``(theta (K, p), converged (K,))``).
 """
@@ -68,6 +69,15 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            "the sum of squared relative residuals (≈ log residuals), E, A, B ≥ 0, by variable projection: "
            "α and β searched, E, A and B solved by non-negative least squares",
            "scalinglab.fitting.varpro:solve", "VarproFit", ("chinchilla",)),
+    Solver("curve-huber",
+           "the Huber loss (δ = 1e-3) of log loss summed over every logged point of every training curve (Luo et "
+           "al.'s objective), by scipy's bounded least squares with the law's analytic Jacobian from the best "
+           "starts of a grid over its nonlinear parameters (the linear ones solved at each)",
+           "scalinglab.curves.fit:huber_solver", "CurveFit", ("multipower", "tissue", "baseline")),
+    Solver("curve-early-stopped",
+           "the same Huber objective, by Luo et al.'s own procedure: AdamW from their surrogate's start, stopped "
+           "early, the lowest objective seen kept (not its optimum)",
+           "scalinglab.curves.fit:early_stopped_solver", "CurveFit", ("multipower",)),
 )}
 
 
