@@ -146,20 +146,9 @@ def variance_components(resid, units) -> tuple[float, float, float, int]:
     0 and σ_u² carries all the spread, which is what a unit-level interval needs."""
     r = np.asarray(resid, float)
     u = np.asarray(units, dtype=object)
-    labels = _unique(u)
-    k = len(labels)
-    groups = [r[u == lab] for lab in labels]
-    n_k = np.array([len(g) for g in groups], float)
-    means = np.array([g.mean() for g in groups])
-    mu = float(means.mean()) if k else float("nan")
-    within_df = float(n_k.sum() - k)
-    ssw = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
-    s_e2 = ssw / within_df if within_df > 0 else 0.0
-    if k < 2:
-        return mu, float("nan"), s_e2, k
-    s_b2 = float(means.var(ddof=1))
-    s_u2 = max(0.0, s_b2 - s_e2 * float(np.mean(1.0 / n_k)))
-    return mu, s_u2, s_e2, k
+    groups = [r[u == lab] for lab in _unique(u)]
+    (mu,), s_u2, s_e2, _ = _anova([groups])
+    return mu, s_u2, s_e2, len(groups)
 
 
 def pooled_components(sets: Sequence[UnitResiduals]) -> tuple[list[float], float, float, int]:
@@ -169,9 +158,14 @@ def pooled_components(sets: Sequence[UnitResiduals]) -> tuple[list[float], float
     two or three units per stratum one stratum's spread rests on one or two degrees of freedom, and three units
     that agree by chance give an interval that misses every new one; pooling trades that for the assumption
     that the spread in the residual space is common to the strata."""
-    mus, ssb, df_b, ssw, df_w, inv_n = [], 0.0, 0, 0.0, 0.0, []
-    for res in sets:
-        groups = list(res.per_unit().values())
+    return _anova([list(res.per_unit().values()) for res in sets])
+
+
+def _anova(strata: Sequence[Sequence[np.ndarray]]) -> tuple[list[float], float, float, int]:
+    """The one-way ANOVA behind both: per stratum (a list of units' residual arrays) its mean of unit means, and
+    σ_u², σ_e² and the between-unit df pooled over the strata (one stratum: the plain ANOVA, df = K − 1)."""
+    mus, ssb, df_b, ssw, df_w, inv_n = [], 0.0, 0, 0.0, 0, []
+    for groups in strata:
         if not groups:
             mus.append(float("nan"))
             continue
