@@ -293,21 +293,20 @@ def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *,
                    names: Mapping[str, str] | None = None) -> LawFit:
     """The generic solver (``solvers.SOLVERS["least-squares"]``): ``fit_law``'s checked arguments in, the best of
     scipy's least_squares from the law's grid of starts out, with its bootstrap when ``n_boot``."""
-    kind = objective
     check_inputs(law, inputs, y, len(law.params) - len(fixed) - len(ties))
     prob = _Problem(law, fixed, inputs, y, law.space, ties)
     starts = prob.starts(y)
-    z, obj, rss, ok = _solve(prob, starts, kind, delta)
+    z, obj, rss, ok = _solve(prob, starts, objective, delta)
     if z is None:
         nan = {k: fixed.get(k, float("nan")) for k in law.names}
-        return LawFit(law, nan, "failed", float("nan"), kind, delta, len(y), len(starts), fixed=fixed, ties=ties)
+        return LawFit(law, nan, "failed", float("nan"), objective, delta, len(y), len(starts), fixed=fixed, ties=ties)
     bound = _at_bound(prob, z)
     loose = _unidentified(prob, z)
     status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "failed")
-    fit = LawFit(law, prob.params(z), status, obj, kind, delta, len(y), len(starts), rss=rss, at_bound=bound,
+    fit = LawFit(law, prob.params(z), status, obj, objective, delta, len(y), len(starts), rss=rss, at_bound=bound,
                  fixed=fixed, unidentified=loose, ties=ties)
     if n_boot:
-        fit = _with_bootstrap(fit, prob, starts, kind, delta, n_boot, seed, level, groups, unit, progress)
+        fit = _with_bootstrap(fit, prob, starts, objective, delta, n_boot, seed, level, groups, unit, progress)
     return fit
 
 
