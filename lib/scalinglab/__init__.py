@@ -31,14 +31,17 @@ def load_runs(path: str | None = None, *, dataset: str | None = None):
     return _load(path, dataset=dataset)
 
 
-def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, tied=None, drop_highest: int = 0, bootstrap: int = 0,
+def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highest: int = 0, bootstrap: int = 0,
         seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, options=None,
         **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
-    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``). ``where``: row
+    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``). ``law``: a name in
+    ``sl.laws``, or a ``Law`` whose parameters are set (``sl.laws.get("kaplan").set("alpha_N", value=0.076,
+    vary=False)``, ``.set("alpha_D", expr="alpha_N")``: lmfit's Parameters; ``.using("least-squares")``).
+    ``where``: row
     conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters
-    held equal to another, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``); ``drop_highest``: leave
-    out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``:
+    held equal to another or given by a formula, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``);
+    ``drop_highest``: leave out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``:
     resamples (of rows, or of whole groups named by the column ``bootstrap_by``), or give ``options``
     (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by`` and
     ``delta``; column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``,
@@ -76,7 +79,7 @@ def fit(runs, law: str = "chinchilla", *, where=None, fixed=None, tied=None, dro
         runs = load_runs(os.fspath(runs))
     elif not isinstance(runs, Runs):
         runs = Runs(_table(runs), "table")
-    form = registry.get(law)
+    form = law if isinstance(law, registry.Law) else registry.get(law)
     if options is None:
         options = FitOptions(delta=HUBER_DELTA if delta is None else delta, tied=tied or (),
                              resampling=Resampling(bootstrap, bootstrap_by, seed, level))

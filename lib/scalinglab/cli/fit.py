@@ -58,9 +58,10 @@ def _add_fit_flags(p) -> None:
                    help="fit one exponent for N and D (beta = alpha, Gadre et al. 2024's form): 4 free "
                         "parameters, so 8 runs are enough; a = b = 0.5 by construction")
     p.add_argument("--tie", action="append", metavar="NAME=OTHER",
-                   help="hold parameter NAME equal to OTHER, for any law (e.g. --tie Rstar_N=Rstar_D with --law "
-                        "data_constrained); repeat for several. With Chinchilla's law only beta=alpha, which is "
-                        "--tie-exponents")
+                   help="hold parameter NAME equal to OTHER, or to a formula of the parameters (numbers, names, "
+                        "+ - * / ** exp log sqrt), for any law (e.g. --tie Rstar_N=Rstar_D with --law "
+                        "data_constrained, --tie 'alpha_D=2*alpha_N' with --law kaplan); repeat for several. With "
+                        "Chinchilla's law only beta=alpha, which is --tie-exponents")
     p.add_argument("--solver", choices=("grid", "varpro-start"), default="grid",
                    help="where the Huber fit's Newton solver starts: grid (Hoffmann's 4,500 starts; default) or "
                         "varpro-start (one start, the least-squares law from variable projection, alpha and beta searched with E, A, B by non-negative least "
@@ -93,7 +94,9 @@ def _chinchilla_options(args):
     from scalinglab.cli.tables import check_delta
 
     delta = check_delta(getattr(args, "delta", None))
-    tied = parse_tie(getattr(args, "tie", None), param_name)
+    from scalinglab.fitting.approach3 import CHINCHILLA
+
+    tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
     try:
         options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
                              delta=delta, tied=tied)
@@ -114,7 +117,7 @@ def _law_options(args, law):
     from scalinglab.fitting.options import FitOptions
 
     fixed = parse_fix(args.fix, law)
-    tied = parse_tie(args.tie, lambda name: law.param(name).name)
+    tied = parse_tie(args.tie, law)
     try:
         options = FitOptions(delta=check_delta(args.delta), tied=tied)
         check_ties(law, options.tied, fixed)   # a parameter fixed and tied, a circle

@@ -71,21 +71,24 @@ def parse_fix(items, law) -> dict[str, float]:
     return out
 
 
-def parse_tie(items, names) -> tuple[tuple[str, str], ...]:
-    """--tie NAME=OTHER (NAME held equal to OTHER) as (name, other) pairs, the names checked by ``names`` (a law's
-    ``param``, returning the canonical name), or a UserError naming the flag."""
+def parse_tie(items, law) -> tuple[tuple[str, str], ...]:
+    """--tie NAME=FORMULA (NAME held equal to another parameter, or given by a formula of them: beta=alpha,
+    B=2*A) as (name, formula) pairs, the names checked by the law, or a UserError naming the flag."""
     from scalinglab.errors import UserError
+    from scalinglab.fitting.expressions import parse
 
     out = []
     for text in items or []:
         name, sep, other = text.partition("=")
         if not sep or not name.strip() or not other.strip():
-            raise UserError(f"--tie {text!r}: expected NAME=OTHER, the parameter NAME held equal to OTHER "
-                            "(e.g. --tie beta=alpha)")
+            raise UserError(f"--tie {text!r}: expected NAME=OTHER, the parameter NAME held equal to OTHER or to a "
+                            "formula of the parameters (e.g. --tie beta=alpha, --tie B=2*A)")
         try:
-            out.append((names(name.strip()), names(other.strip())))
+            canon = law.param(name.strip()).name
+            e = parse(other, law.names, f"{canon} =")
         except UserError as exc:
             raise UserError(f"--tie {text}: {said(exc)}") from None
+        out.append((canon, e.identity or e.text))
     return tuple(out)
 
 

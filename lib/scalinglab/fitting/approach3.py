@@ -67,7 +67,7 @@ def newton(law, inputs, y, *, options: FitOptions | None = None, fixed=None, tie
     as in the registry's other laws. ``fixed`` defaults to ``options.fixed`` and ``delta`` to ``options.delta``;
     ``ties`` are already in ``options.tied`` (``fit_law`` puts them there); ``starts`` replace Hoffmann's grid;
     ``names``: role -> column, for the messages that name the runs' columns."""
-    options = options or FitOptions()
+    options = _law_box(law, options or FitOptions())
     parametrisation(options)   # a tie other than beta = alpha is refused here; that one is tie_exponents
     fixed = dict(options.fixed) if fixed is None else fixed
     delta = options.delta if delta is None else delta
@@ -76,6 +76,25 @@ def newton(law, inputs, y, *, options: FitOptions | None = None, fixed=None, tie
     cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
     return fit_arrays(inputs["n"], inputs["d"], y, opts, starts=starts, n_boot=n_boot, seed=seed, level=level,
                       groups=groups, unit=unit, progress=progress, names=cols)
+
+
+def _law_box(law, options: FitOptions) -> FitOptions:
+    """``options`` with the box cut to the ranges ``law.set`` narrowed (θ holds log E, log A, log B), or a
+    UserError for a start value, which Hoffmann's grid has no place for."""
+    lower, upper = list(options.lower), list(options.upper)
+    for i, (p, q) in enumerate(zip(law.params, CHINCHILLA.params)):
+        if p.vary and p.expr is None and p.starts != q.starts:
+            raise UserError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
+                            "Hoffmann's grid (or varpro-start); the least-squares solver takes a start "
+                            "(law.using('least-squares'))")
+        if (p.lower, p.upper) != (q.lower, q.upper):
+            lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if i < 3 else (p.lower, p.upper)
+            lower[i], upper[i] = max(lower[i], lo), min(upper[i], hi)
+            if lower[i] >= upper[i]:
+                raise UserError(f"{p.name} in [{p.lower:g}, {p.upper:g}]: outside the solver's box")
+    if (tuple(lower), tuple(upper)) == (options.lower, options.upper):
+        return options
+    return replace(options, lower=tuple(lower), upper=tuple(upper))
 
 
 def refit(theta0, inputs, y, weights, options: FitOptions, *, max_iter: int | None = None, log_y=None):

@@ -11,7 +11,7 @@ returns. numpy only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,9 @@ ROLE_NAMES = {"n": "parameters N", "d": "training tokens D", "u": "unique tokens
 @dataclass(frozen=True)
 class Param:
     """One parameter: ``log``: fitted as its logarithm (a positive scale); ``starts``: values, or a function of
-    (inputs, y) giving values (data-aware starts, e.g. a share of the smallest loss)."""
+    (inputs, y) giving values (data-aware starts, e.g. a share of the smallest loss). As lmfit's Parameter, it
+    fixes and ties itself: ``vary=False`` holds it at ``value``; ``expr`` gives it as a formula of the others
+    (``"alpha"``, ``"2*A"``: ``fitting.expressions``). ``Law.set`` makes a law with them set."""
 
     name: str
     meaning: str
@@ -33,6 +35,9 @@ class Param:
     upper: float
     starts: tuple[float, ...] | Callable[[Mapping[str, np.ndarray], np.ndarray], tuple[float, ...]]
     log: bool = False
+    vary: bool = True
+    value: float | None = None
+    expr: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,68 @@ class Law:
             if p.name.lower() == name.lower():
                 return p
         raise UserError(f"law {self.name} has no parameter {name!r}; its parameters are {', '.join(self.names)}")
+
+    @property
+    def held(self) -> dict[str, float]:
+        """The parameters set not to vary, at their values."""
+        return {p.name: float(p.value) for p in self.params if not p.vary}
+
+    @property
+    def exprs(self) -> dict[str, str]:
+        """The parameters given as a formula of others (lmfit's ``expr``): name -> formula."""
+        return {p.name: p.expr for p in self.params if p.expr is not None}
+
+    def set(self, name: str, *, value: float | None = None, vary: bool | None = None, lower: float | None = None,
+            upper: float | None = None, expr: str | None = None) -> Law:
+        """This law with one parameter set, as lmfit's ``Parameter.set``: ``vary=False`` with a ``value`` holds
+        it there; a ``value`` alone is its one start; ``lower``/``upper`` narrow its range; ``expr`` gives it as a
+        formula of the other parameters (``"alpha"`` ties it; ``"2*A"``). ``expr=""`` or ``vary=True`` frees it
+        again. A UserError names what cannot hold. Chaining sets several: ``law.set("E", ...).set("beta", ...)``."""
+        from scalinglab.fitting.expressions import parse
+
+        p = self.param(name)
+        lo = p.lower if lower is None else float(lower)
+        hi = p.upper if upper is None else float(upper)
+        if not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi or (p.log and lo <= 0):
+            raise UserError(f"{p.name}: range [{lo:g}, {hi:g}] is empty or not finite" +
+                            (" (it is fitted in log, so its lower bound must be positive)" if p.log else ""))
+        changes: dict[str, Any] = {"lower": lo, "upper": hi}
+        if expr is not None:
+            text = str(expr).strip() or None
+            if text is not None and p.name in parse(text, self.names, f"{p.name} =").names:
+                raise UserError(f"{p.name} = {text}: a parameter cannot be given by itself")
+            changes["expr"] = text
+        if vary is not None:
+            changes["vary"] = bool(vary)
+        held = not changes.get("vary", p.vary)
+        given = changes.get("expr", p.expr)
+        if held and given is not None:
+            raise UserError(f"{p.name}: held at a value and given by {given}; give one of them")
+        if value is not None:
+            v = float(value)
+            if not np.isfinite(v) or not lo <= v <= hi:
+                raise UserError(f"{p.name} = {value}: law {self.name} allows {p.name} in [{lo:g}, {hi:g}]")
+            # Held: the value it is held at. Free: lmfit's initial value, the fit's one start.
+            changes.update(value=v, starts=(v,))
+        if held and changes.get("value", p.value) is None:
+            raise UserError(f"{p.name}: vary=False holds it at a value; give value=")
+        if held and not lo <= changes.get("value", p.value) <= hi:
+            raise UserError(f"{p.name} held at {changes.get('value', p.value):g}: outside [{lo:g}, {hi:g}]")
+        new = replace(p, **changes)
+        return replace(self, params=tuple(new if q.name == p.name else q for q in self.params))
+
+    def using(self, solver: str) -> Law:
+        """This law fitted by another solver of ``fitting.solvers`` (e.g. Chinchilla's form by the generic
+        least squares, which takes any tie and start), or a UserError naming those that fit it."""
+        from scalinglab.fitting.solvers import SOLVERS, get
+
+        get(solver).check(self)
+        if get(solver).result != "LawFit":
+            fits = [s.name for s in SOLVERS.values()
+                    if s.result == "LawFit" and (s.laws is None or self.name in s.laws)]
+            raise UserError(f"solver {solver} returns a {get(solver).result}, not a law's fit; law {self.name} is "
+                            f"fitted by {', '.join(fits)}")
+        return replace(self, solver=solver)
 
     def describe(self) -> str:
         """Several lines: the form, its citation and what each parameter means."""

@@ -330,10 +330,12 @@ def parametrisation(options: FitOptions | None = None) -> Parametrisation:
     other = [k for k in fixed if k not in PARAMS]
     if other:   # another law's parameter reached Chinchilla's solver
         raise UserError(f"fixed {other[0]}: Chinchilla's law has no such parameter; one of {', '.join(PARAMS)}")
-    ties = {param_name(k): param_name(v) for k, v in opts.tied}
+    canon = {p.lower(): p for p in PARAMS}
+    ties = {canon.get(k.lower(), k): canon.get(v.strip().lower(), v) for k, v in opts.tied}
     if ties and ties not in ({"beta": "alpha"}, {"alpha": "beta"}):
         raise UserError("Chinchilla's solver ties its exponents only (beta = alpha), not "
-                        f"{' and '.join(f'{k} to {v}' for k, v in ties.items())}")
+                        f"{' and '.join(f'{k} to {v}' for k, v in ties.items())}; the least-squares solver takes "
+                        "any tie (sl.laws.get('chinchilla').using('least-squares'))")
     if ties and len({"alpha", "beta"} & fixed.keys()) == 1:   # tied to a held exponent: held at it too
         fixed["alpha"] = fixed["beta"] = fixed.get("alpha", fixed.get("beta"))
     ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")

@@ -360,7 +360,7 @@ class LawFit:
                  how + (f", {self.n_starts} starts" if solver == "grid" else ", one start, the least-squares law "
                         f"by variable projection (--solver {solver})")]
         held = ([f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
-                + [f"{k} tied to {v}" for k, v in self.ties.items()])
+                + [f"{k} tied to {v}" if v in law.names else f"{k} = {v}" for k, v in self.ties.items()])
         if held:
             lines.append(f"constraints: {', '.join(held)}; {self.n_free} free parameters "
                          f"(at least {min_rows(self.n_free)} runs needed)")
@@ -374,7 +374,7 @@ class LawFit:
             lines.append(f"bootstrap: all {bs.n_boot} replicates failed (no convergence, or an artificial bound): "
                          "no standard errors or intervals")
         lines += ["", *self._table()]
-        scale = [k for k in law.scale_params if k not in self.fixed]
+        scale = [k for k in law.scale_params if k not in self.fixed and k not in self.ties]
         weak = self.weakly_identified
         if bs and len(bs.samples) and scale:
             lines += ["", f"SE of {', '.join(scale)}: the SE of their logarithm (ln), a relative error: they are "

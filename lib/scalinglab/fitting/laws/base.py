@@ -63,36 +63,63 @@ def check_fixed(law: Law, fixed: Mapping[str, float] | None, ranges: bool = True
 
 
 def check_ties(law: Law, tied, fixed: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
-    """(fixed, ties): each tie ``name -> other`` by the law's names, followed to a free parameter (a chain
-    ``c = b = a`` ties both to a); a tie to a fixed parameter fixes it at that value. A UserError names an
-    unknown parameter, a parameter both fixed and tied, or a cycle."""
-    ties = {}
-    for name, other in dict(tied or ()).items():
-        a, b = law.param(name).name, law.param(other).name
+    """(fixed, ties): each tie ``name -> formula`` by the law's names (lmfit's ``expr``: ``"alpha"`` holds it
+    equal to alpha, ``"2*A"`` at twice A). A tie whose formula reads only held parameters is held too, at its
+    value. A UserError names an unknown parameter, a parameter both fixed and tied, or a circle."""
+    from scalinglab.fitting.expressions import order, parse
+
+    exprs = {}
+    for name, text in dict(tied or ()).items():
+        a = law.param(name).name
         if a in fixed:
-            raise UserError(f"{a} is both fixed (at {fixed[a]:g}) and tied to {b}; give one of them")
-        ties[a] = b
-    roots: dict[str, str] = {}
-    for name in ties:
-        seen, at = [name], ties[name]
-        while at in ties:
-            if at in seen:
-                raise UserError(f"the ties {' = '.join([*seen, at])} go round in a circle: nothing is left to fit")
-            seen.append(at)
-            at = ties[at]
-        roots[name] = at
+            raise UserError(f"{a} is both fixed (at {fixed[a]:g}) and tied to {text}; give one of them")
+        e = parse(text, law.names, f"tie {a} =")
+        if a in e.names:
+            raise UserError(f"{a} is tied to itself ({a} = {text})")
+        exprs[a] = e
+    try:
+        ordered = order(exprs)
+    except UserError as exc:
+        raise UserError(f"law {law.name}: {exc}") from None
     fixed = dict(fixed)
-    for name, root in list(roots.items()):
-        if root in fixed:  # tied to a held value: held at it too, within its own range
-            p, v = law.param(name), fixed[root]
-            if not p.lower <= v <= p.upper:
-                raise UserError(f"{name} tied to {root} = {v:g}: law {law.name} allows {name} in "
+    for name in ordered:   # tied to held values only: held at the formula's value, within its own range
+        e = exprs[name]
+        if all(k in fixed for k in e.names):
+            p, v = law.param(name), float(e(fixed))
+            if not (np.isfinite(v) and p.lower <= v <= p.upper):
+                raise UserError(f"{name} = {e.text} = {v:g}: law {law.name} allows {name} in "
                                 f"[{p.lower:g}, {p.upper:g}]")
             fixed[name] = v
-            del roots[name]
-    if len(fixed) + len(roots) >= len(law.params):
+            del exprs[name]
+    if len(fixed) + len(exprs) >= len(law.params):
         raise UserError(f"every parameter of law {law.name} is fixed or tied: nothing left to fit")
-    return {k: fixed[k] for k in law.names if k in fixed}, roots
+    # A tie to a parameter that is itself a plain tie names the free one (a chain c = b = a ties both to a).
+    ties = {}
+    for name in ordered:
+        if name in exprs:
+            e = exprs[name]
+            while e.identity in exprs and exprs[e.identity].identity is not None:
+                e = exprs[e.identity]
+            ties[name] = e.identity if e.identity is not None else e.text
+    return {k: fixed[k] for k in law.names if k in fixed}, ties
+
+
+def constraints(law: Law, fixed: Mapping[str, float] | None, tied, ranges: bool = True):
+    """(fixed, ties) from the law's own parameters (``Param.vary``/``expr``, set by ``Law.set``) and those given
+    beside it (``FitOptions.fixed``/``tied``, ``--fix``/``--tie``); one parameter constrained by both is refused
+    unless they agree."""
+    given = check_fixed(law, fixed, ranges=ranges) if fixed else {}
+    for k, v in law.held.items():
+        if k in given and given[k] != v:
+            raise UserError(f"{k} is held at {v:g} by the law's parameters and fixed at {given[k]:g} beside them")
+    merged = {**law.held, **given}
+    if len(merged) == len(law.params):
+        raise UserError(f"every parameter of law {law.name} is fixed: nothing left to fit")
+    tied = {law.param(k).name: str(v) for k, v in dict(tied or ()).items()}
+    for k, text in law.exprs.items():
+        if k in tied and tied[k].replace(" ", "") != text.replace(" ", ""):
+            raise UserError(f"{k} is given by {text} in the law's parameters and tied to {tied[k]} beside them")
+    return check_ties(law, {**law.exprs, **tied}, {k: merged[k] for k in law.names if k in merged})
 
 
 def check_inputs(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, n_free: int) -> None:
@@ -111,23 +138,30 @@ def check_inputs(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, n_fr
 
 
 class _Problem:
-    """The free coordinates of a law's fit: z (log for log-parameters) ↔ parameter values."""
+    """The free coordinates of a law's fit: z (log for log-parameters) ↔ parameter values. ``ties``: name ->
+    the parameter it equals, or a formula of others (``check_ties``), evaluated after the free ones."""
 
     def __init__(self, law: Law, fixed: dict[str, float], inputs, y, space: str, ties: dict[str, str] | None = None):
+        from scalinglab.fitting.expressions import order, parse
+
         self.law, self.fixed, self.inputs, self.ties = law, fixed, inputs, dict(ties or {})
         self.free = [p for p in law.params if p.name not in fixed and p.name not in self.ties]
         self.y = np.asarray(y, float)
         self.ty = transform(y, space)
         self.space = space
-        # A free parameter's box is its own range cut to the ranges of the parameters tied to it.
+        self.exprs = {k: parse(v, law.names, f"tie {k} =") for k, v in self.ties.items()}
+        self.order = order(self.exprs)
+        # A free parameter's box is its own range cut to the ranges of the parameters tied to it (identity ties:
+        # a formula's parameter is checked at the end, ``_at_bound``).
         self.bounds = {}
         for p in self.free:
             lo, hi = p.lower, p.upper
-            for q in (law.param(k) for k, root in self.ties.items() if root == p.name):
+            same = [k for k, e in self.exprs.items() if e.identity == p.name]
+            for q in (law.param(k) for k in same):
                 lo, hi = max(lo, q.lower), min(hi, q.upper)
             if lo > hi:
                 raise UserError(f"{p.name} and the parameters tied to it have no range in common "
-                                f"(law {law.name}: {', '.join(k for k, r in self.ties.items() if r == p.name)})")
+                                f"(law {law.name}: {', '.join(same)})")
             self.bounds[p.name] = (lo, hi)
         self.lo = np.array([np.log(self.bounds[p.name][0]) if p.log else self.bounds[p.name][0] for p in self.free])
         self.hi = np.array([np.log(self.bounds[p.name][1]) if p.log else self.bounds[p.name][1] for p in self.free])
@@ -136,9 +170,19 @@ class _Problem:
         out = dict(self.fixed)
         for p, v in zip(self.free, z):
             out[p.name] = float(np.exp(v) if p.log else v)
-        for name, root in self.ties.items():  # a tie holds bit for bit: the same float
-            out[name] = out[root]
+        for name in self.order:  # a plain tie holds bit for bit: the same float
+            out[name] = float(self.exprs[name](out))
         return {k: out[k] for k in self.law.names}
+
+    def outside(self, params: Mapping[str, float]) -> tuple[str, ...]:
+        """The parameters given by a formula whose value is outside (or on) their law's range."""
+        out = []
+        for name, e in self.exprs.items():
+            if e.identity is None:
+                p, v = self.law.param(name), params[name]
+                if not (np.isfinite(v) and p.lower < v < p.upper):
+                    out.append(name)
+        return tuple(out)
 
     def z(self, params: Mapping[str, float]) -> np.ndarray:
         return np.array([np.log(params[p.name]) if p.log else params[p.name] for p in self.free])
@@ -271,8 +315,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     unit = unit or rs.by or "groups"
     solver = get_solver(law.solver)
     generic = solver.name == "least-squares"
-    fixed = check_fixed(law, dict(opts.fixed) if fixed is None else fixed, ranges=generic)
-    fixed, ties = check_ties(law, opts.tied, fixed)
+    fixed, ties = constraints(law, dict(opts.fixed) if fixed is None else fixed, opts.tied, ranges=generic)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
         raise UserError(f"objective {kind!r}: expected huber or squares")
@@ -300,7 +343,7 @@ def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *,
     if z is None:
         nan = {k: fixed.get(k, float("nan")) for k in law.names}
         return LawFit(law, nan, "failed", float("nan"), objective, delta, len(y), len(starts), fixed=fixed, ties=ties)
-    bound = _at_bound(prob, z)
+    bound = _at_bound(prob, z) + prob.outside(prob.params(z))
     loose = _unidentified(prob, z)
     status = "at_bound" if bound else "unidentified" if loose else ("converged" if ok else "failed")
     fit = LawFit(law, prob.params(z), status, obj, objective, delta, len(y), len(starts), rss=rss, at_bound=bound,
@@ -325,7 +368,7 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
         sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space,
                        prob.ties)
         z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
-        good = z is not None and success and not _at_bound(sub, z)
+        good = z is not None and success and not _at_bound(sub, z) and not sub.outside(sub.params(z))
         ok.append(good)
         if good:
             samples.append([sub.params(z)[k] for k in prob.law.names])
