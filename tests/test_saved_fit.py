@@ -250,17 +250,19 @@ def test_predicting_a_header_only_table_is_refused(fitted, tmp_path, capsys):
     assert f"{empty}: the table has no rows (a header only)" in capsys.readouterr().err
 
 
-def test_a_fit_file_spelling_the_solver_varpro_loads_as_varpro_start(runs_csv, tmp_path):
+@pytest.mark.parametrize("spelling", ["varpro", "varpro-start"])
+def test_a_fit_file_naming_the_start_solver_loads_as_the_varpro_start(runs_csv, tmp_path, spelling):
     out = tmp_path / "vp.slfit"
-    assert main(["fit", str(runs_csv), "--solver", "varpro-start", "--save", str(out)]) == 0
+    assert main(["fit", str(runs_csv), "--start", "varpro", "--save", str(out)]) == 0
     with zipfile.ZipFile(out) as zf:
         obj = json.loads(zf.read(saved.MEMBER))
-    assert obj["options"]["solver"] == "varpro-start"
-    obj["options"]["solver"] = "varpro"       # the spelling of files written before
+    assert obj["options"]["start"] == "varpro" and "solver" not in obj["options"]
+    obj["options"]["solver"] = spelling       # how files written before name the start
+    del obj["options"]["start"]
     obj.pop("content_sha256")
     obj["content_sha256"] = saved.content_hash(json.loads(json.dumps(obj, allow_nan=True)))
     old = tmp_path / "old.slfit"
     with zipfile.ZipFile(old, "w") as zf:
         zf.writestr(saved.MEMBER, json.dumps(obj, allow_nan=True))
     a, b = saved.load(out), saved.load(old)
-    assert b.result.options.solver == "varpro-start" and b.result.params == a.result.params
+    assert b.result.options.start == "varpro" and b.result.params == a.result.params

@@ -121,3 +121,19 @@ def test_the_curve_solvers_are_in_the_table_and_their_results_name_them():
                         theta0=fit.theta, only=100)
     local = CF._local_solve(LAWS["multipower"], preps, logy, fit.theta, fit.delta, max_nfev=100)
     assert np.array_equal(one.theta, local[0]) and one.objective == local[1]
+
+
+def test_solvers_are_told_apart_by_what_they_are_and_results_name_them():
+    # Which solver fits any law from the law's own parameters is a property of the solver, not its spelling: no
+    # module compares a solver's name to tell the generic one from a law's own.
+    assert [s.name for s in solvers.SOLVERS.values() if s.generic] == ["least-squares"]
+    by_string = re.compile(r"""solver\s*[!=]=\s*["']""")
+    assert [p.relative_to(LIB).as_posix() for p in LIB.rglob("*.py") if by_string.search(p.read_text())] == []
+    N, D, L = _runs()
+    newton = laws.fit_law(CHINCHILLA, {"n": N, "d": D}, L)
+    generic = laws.fit_law(CHINCHILLA.using("least-squares"), {"n": N, "d": D}, L)
+    assert newton.to_dict()["solver"] == "chinchilla-newton" and newton.to_dict()["start"] == "grid"
+    assert generic.to_dict()["solver"] == "least-squares" and "start" not in generic.to_dict()
+    for k in newton.params:   # two solvers of one objective reach one optimum
+        assert generic.params[k] == pytest.approx(newton.params[k], rel=1e-3), k
+    assert laws.fit_law(laws.get("kaplan"), {"n": N, "d": D}, L).to_dict()["solver"] == "least-squares"

@@ -67,15 +67,15 @@ def test_varpro_solver_finds_the_grid_optimum():
     N, D, L = runs(HOFFMANN, 60)
     L = L * np.exp(0.01 * np.random.default_rng(2).standard_normal(len(L)))
     grid = F.fit_arrays(N, D, L)
-    vp = F.fit_arrays(N, D, L, F.FitOptions(solver="varpro-start"))
+    vp = F.fit_arrays(N, D, L, F.FitOptions(start="varpro"))
     assert vp.status == grid.status == "converged"
     # Same Huber objective, same basin: the polished optima agree to the solver's tolerance.
     for p in PARAMS:
         assert getattr(vp, p) == pytest.approx(getattr(grid, p), rel=1e-6), p
-    with pytest.raises(UserError, match="grid solver"):
-        F.FitOptions(solver="varpro-start", fixed={"E": 1.7})
-    with pytest.raises(UserError, match="solver must be"):
-        F.FitOptions(solver="lbfgs")
+    with pytest.raises(UserError, match="grid start"):
+        F.FitOptions(start="varpro", fixed={"E": 1.7})
+    with pytest.raises(UserError, match="start must be"):
+        F.FitOptions(start="lbfgs")
 
 
 def test_parabola_bias_sign_off_centre():
@@ -189,7 +189,7 @@ def test_every_estimator_sees_every_replicate_and_approach3_starts_from_its_grid
     real = approach3.fit_arrays
 
     def spy(N, D, L, options=None, **kw):
-        solvers.append(options.solver)
+        solvers.append(options.start)
         return real(N, D, L, options, **kw)
 
     monkeypatch.setattr(approach3, "fit_arrays", spy)
@@ -258,17 +258,15 @@ def test_fit_cli_solver_varpro(tmp_path, capsys):
     path = tmp_path / "runs.csv"
     path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{loss:.17g}\n" for n, d, loss in zip(N, D, L)))
     outs = {}
-    for solver in ("grid", "varpro-start"):
-        assert main(["fit", str(path), "--solver", solver, "--json"]) == 0
-        outs[solver] = json.loads(capsys.readouterr().out)
-    vp = outs["varpro-start"]
-    assert vp["solver"] == "varpro-start" and vp["n_starts"] == 1 and "solver" not in outs["grid"]
+    for start in ("grid", "varpro"):
+        assert main(["fit", str(path), "--start", start, "--json"]) == 0
+        outs[start] = json.loads(capsys.readouterr().out)
+    vp = outs["varpro"]
+    assert vp["start"] == "varpro" and vp["n_starts"] == 1 and outs["grid"]["start"] == "grid"
+    assert vp["solver"] == outs["grid"]["solver"] == "chinchilla-newton"     # one solver, named as fitting.solvers
     assert vp["objective_kind"] == outs["grid"]["objective_kind"] == "huber"   # one estimator, another start
     for p in PARAMS:  # the same optimum of the same objective, from one start instead of 4,500
         assert vp["params"][p] == pytest.approx(outs["grid"]["params"][p], rel=1e-6), p
-    with pytest.raises(SystemExit):   # varpro names the least-squares estimator, not a start of the Huber fit
-        main(["fit", str(path), "--solver", "varpro", "--json"])
-    assert "invalid choice: 'varpro'" in capsys.readouterr().err
-    assert main(["fit", str(path), "--solver", "varpro-start", "--fix", "E=1.7"]) == 2
+    assert main(["fit", str(path), "--start", "varpro", "--fix", "E=1.7"]) == 2
     err = capsys.readouterr().err
-    assert "--solver grid" in err and err.count("\n") == 1
+    assert "--start grid" in err and err.count("\n") == 1

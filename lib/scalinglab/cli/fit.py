@@ -62,10 +62,11 @@ def _add_fit_flags(p) -> None:
                         "+ - * / ** exp log sqrt), for any law (e.g. --tie Rstar_N=Rstar_D with --law "
                         "data_constrained, --tie 'alpha_D=2*alpha_N' with --law kaplan); repeat for several. With "
                         "Chinchilla's law only beta=alpha, which is --tie-exponents")
-    p.add_argument("--solver", choices=("grid", "varpro-start"), default="grid",
-                   help="where the Huber fit's Newton solver starts: grid (Hoffmann's 4,500 starts; default) or "
-                        "varpro-start (one start, the least-squares law from variable projection, alpha and beta searched with E, A, B by non-negative least "
-                        "squares; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
+    p.add_argument("--start", choices=("grid", "varpro"), default="grid",
+                   help="where Chinchilla's Newton solver (chinchilla-newton) starts: grid (Hoffmann's 4,500 "
+                        "starts; default) or varpro (one start, the optimum of the least-squares solver varpro: "
+                        "alpha and beta searched, E, A and B by non-negative least squares; then the same Huber "
+                        "fit; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
     flags.add_plot(p, "also draw the runs against the fitted law (loss vs compute with the law for several N, "
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
     flags.add_save(p, "also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
@@ -73,7 +74,7 @@ def _add_fit_flags(p) -> None:
 
 
 def _chinchilla_options(args):
-    """(FitOptions, fixed) for Chinchilla's solver from --fix, --tie, --tie-exponents, --solver and --delta, or a
+    """(FitOptions, fixed) for Chinchilla's solver from --fix, --tie, --tie-exponents, --start and --delta, or a
     UserError naming the flag and the value."""
     from scalinglab.cli.law_flags import parse_tie
     from scalinglab.errors import UserError
@@ -98,7 +99,7 @@ def _chinchilla_options(args):
 
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
     try:
-        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, solver=getattr(args, "solver", "grid"),
+        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, start=getattr(args, "start", "grid"),
                              delta=delta, tied=tied)
         parametrisation(options)  # Chinchilla's solver ties beta to alpha only: say so before reading the runs
         return options, dict(options.fixed)

@@ -107,6 +107,6 @@ def refuse_fit_flags(args, law) -> None:
     if args.save:
         raise UserError(f"--save: a saved fit holds Chinchilla's form; law {law.name} cannot be saved (its JSON, "
                         "--json, holds the fit)")
-    if args.solver != "grid":
-        raise UserError(f"--solver {args.solver}: the solver's start is Chinchilla's; law {law.name} is fitted by "
-                        "the registry's engine from its own grid")
+    if args.start != "grid":
+        raise UserError(f"--start {args.start}: the start is Chinchilla's Newton solver's; law {law.name} is fitted "
+                        f"by the {law.solver} solver from its own grid")

@@ -85,7 +85,7 @@ def _law_box(law, options: FitOptions) -> FitOptions:
     for i, (p, q) in enumerate(zip(law.params, CHINCHILLA.params)):
         if p.vary and p.expr is None and p.starts != q.starts:
             raise UserError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
-                            "Hoffmann's grid (or varpro-start); the least-squares solver takes a start "
+                            "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "
                             "(law.using('least-squares'))")
         if (p.lower, p.upper) != (q.lower, q.upper):
             lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if i < 3 else (p.lower, p.upper)
@@ -278,7 +278,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
     solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P,
                  block=opts.block)
-    if opts.solver == "varpro-start" and starts is None:
+    if opts.start == "varpro" and starts is None:
         from scalinglab.fitting.varpro import varpro_theta
 
         # One start: the least-squares law (variable projection), polished below under the Huber objective.

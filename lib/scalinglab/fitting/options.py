@@ -24,9 +24,9 @@ def min_rows(n_free: int) -> int:
 
 
 MIN_ROWS = min_rows(len(PARAMS))
-# Where Chinchilla's Huber fit starts. "varpro-start" is that same Huber fit from one start; the least-squares
-# estimator by variable projection (``fitting.varpro``, the scoreboard's and the audit's "varpro") is another.
-SOLVERS = ("grid", "varpro-start")
+# Where Chinchilla's Newton solver (``fitting.solvers``' "chinchilla-newton") starts: Hoffmann's grid, or one start,
+# the optimum of the least-squares estimator by variable projection (the solver "varpro"), then the same Huber fit.
+STARTS = ("grid", "varpro")
 
 # Elements (starts × rows) in one block of the solver's row-wise sums: 2^20 float64 = 8 MB per (K, rows)
 # array, 40 MB for the Jacobian, so a fit's memory stays bounded whatever the number of rows.
@@ -141,20 +141,19 @@ class FitOptions:
     # Parameters tied to another, lmfit's ``expr="other"``: (name, other) pairs (a dict is accepted), every law.
     # ``tied={"beta": "alpha"}`` on Chinchilla's law is ``tie_exponents``; the law checks the names.
     tied: tuple[tuple[str, str], ...] = ()
-    # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro-start" (one
-    # start, the least-squares law found by variable projection, ``fitting.varpro``; then the same Huber polish).
-    solver: str = "grid"
+    # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one start,
+    # the least-squares law found by variable projection, ``fitting.varpro``; then the same Huber polish).
+    start: str = "grid"
 
     def __post_init__(self):
         check_delta(self.delta)
         if not isinstance(self.resampling, Resampling):
             raise UserError(f"resampling must be a Resampling, not {type(self.resampling).__name__}")
-        if self.solver not in SOLVERS:
-            raise UserError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
-        if self.solver == "varpro-start" and self.fixed:
-            raise OptionError("the varpro-start solver fits free or tied exponents; fixed parameters need the grid "
-                              "solver "
-                              "({solver} grid)", "solver")
+        if self.start not in STARTS:
+            raise UserError(f"start must be one of {', '.join(STARTS)}, not {self.start!r}")
+        if self.start == "varpro" and self.fixed:
+            raise OptionError("the varpro start fits free or tied exponents; fixed parameters need the grid start "
+                              "({start} grid)", "start")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))
         object.__setattr__(self, "tied", normalise_ties(self.tied))
         object.__setattr__(self, "tie_exponents", bool(self.tie_exponents))

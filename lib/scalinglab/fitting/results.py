@@ -336,10 +336,10 @@ class LawFit:
             out["delta"] = self.delta
         if self.ties:
             out["tied"] = dict(self.ties)
+        out["solver"] = self.law.solver   # the estimator, by its name in fitting.solvers
         if self.options is not None:
             out["tie_exponents"] = self.tied
-            if self.options.solver != "grid":  # only when asked for: the default output keeps its keys
-                out["solver"] = self.options.solver
+            out["start"] = self.options.start
         ic = self.information_criteria()
         if ic:
             out["information_criteria"] = ic
@@ -354,11 +354,11 @@ class LawFit:
         law, bs = self.law, self.bootstrap
         how = (f"Huber delta {self.delta:g} on {law.space} residuals" if self.objective_kind == "huber"
                else f"least squares on {law.space} residuals")
-        solver = self.options.solver if self.options is not None else "grid"
+        start = self.options.start if self.options is not None else "grid"
         lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
                  + f"; law {law.name}: {law.formula}", law.citation,
-                 how + (f", {self.n_starts} starts" if solver == "grid" else ", one start, the least-squares law "
-                        f"by variable projection (--solver {solver})")]
+                 how + (f", {self.n_starts} starts" if start == "grid" else ", one start, the least-squares law "
+                        f"by variable projection (start {start})")]
         held = ([f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
                 + [f"{k} tied to {v}" if v in law.names else f"{k} = {v}" for k, v in self.ties.items()])
         if held:

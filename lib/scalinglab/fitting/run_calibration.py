@@ -19,6 +19,7 @@ import numpy as np
 
 from scalinglab.errors import UserError
 from scalinglab.fitting.calibration import UnitCalibration, out_of_unit_residuals
+from scalinglab.fitting.solvers import get as get_solver
 
 SCALE_OPS = (">", ">=")
 
@@ -88,7 +89,7 @@ def calibrate_fit(fit, inputs: dict[str, np.ndarray], y, units, unit_name: str, 
 
     # A law with its own solver (Chinchilla's batched grid, numpy only) keeps it: the generic engine a warm start
     # needs would bring scipy onto `fit`'s path. Other laws already use the generic engine, so start it warm.
-    law = fit.law if fit.law.solver != "least-squares" else warm_law(fit)
+    law = warm_law(fit) if get_solver(fit.law.solver).generic else fit.law
     n_params = len(law.params) - len(fixed or {})
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:

@@ -369,13 +369,14 @@ def from_json(obj: Any) -> SavedFit:
     law = {k: _float(obj["law"][k], k) for k in PARAMS}
     _check_law(law, "law")
     o = dict(obj["options"])
+    if "solver" in o:   # files that name the Newton solver's start "solver" (grid, varpro-start or varpro)
+        old = o.pop("solver")
+        o["start"] = {"varpro-start": "varpro"}.get(old, old)
     known = {f.name for f in fields(FitOptions)}
     unknown = sorted(set(o) - known)
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}")
     o["fixed"] = tuple((str(name), _float(v, f"fixed {name}")) for name, v in o.get("fixed", []))
-    if o.get("solver") == "varpro":   # how fit files written before the rename spell varpro-start
-        o["solver"] = "varpro-start"
     for k in ("lower", "upper"):
         o[k] = tuple(float(v) for v in _array(o[k], k))
         if len(o[k]) != 5:

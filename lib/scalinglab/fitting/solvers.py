@@ -32,7 +32,9 @@ def _load(entry: str):
 class Solver:
     """One estimator: ``name`` (what options, results and messages call it), what it ``minimises``, the ``laws`` it
     fits (None: every law of the registry), the function that fits (``entry``) and its result type (``result``),
-    and ``refit``, the batched re-solve of resample weightings, where it has one."""
+    ``refit``, the batched re-solve of resample weightings, where it has one, and ``generic``: it fits any law from
+    that law's own parameters (their starts, ranges and formulas), where a law's own solver (Chinchilla's Newton)
+    has its own starts and box and checks its runs itself."""
 
     name: str
     minimises: str
@@ -40,6 +42,7 @@ class Solver:
     result: str
     laws: tuple[str, ...] | None = None
     refit_entry: str | None = None
+    generic: bool = False
 
     def check(self, law) -> None:
         if self.laws is not None and law.name not in self.laws:
@@ -59,7 +62,7 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
     Solver("least-squares",
            "the Huber loss (or half the sum of squares) of the residuals in the law's space, by scipy's "
            "least_squares from a grid of starts in the free coordinates",
-           "scalinglab.fitting.laws.base:generic_solver", "LawFit"),
+           "scalinglab.fitting.laws.base:generic_solver", "LawFit", generic=True),
     Solver("chinchilla-newton",
            "the Huber loss (δ = 1e-3) of log residuals, summed (Hoffmann et al.'s Approach 3), by a batched "
            "Newton/IRLS solver from their 4,500 starts (or one variable-projection start)",

@@ -10,7 +10,7 @@ The search: every (α, β) of a grid at once (the NNLS of 3 coefficients is solv
 active sets and keeping the best feasible one), then zooms on the best cell, ×4 finer each time, until the
 step is below ``tol`` (a zoom whose best point is on its box's edge moves at the same step instead of
 shrinking, so a long valley is followed to its end). Noise-free data are fitted exactly (to the zoom's
-tolerance). numpy only: this module is on ``scalinglab fit --solver varpro-start``'s path, where scipy stays unloaded.
+tolerance). numpy only: this module is on ``scalinglab fit --start varpro``'s path, where scipy stays unloaded.
 
 :func:`fit_varpro` returns a :class:`VarproFit` with a Wald interval for a = β/(α+β) from the Gauss-Newton
 covariance of the five parameters (the residual variance estimated on n − 5 degrees of freedom).
@@ -268,7 +268,7 @@ def varpro_theta(logN, logD, logL, *, tied: bool = False) -> np.ndarray:
     (the fit's natural floor, where an NNLS zero belongs)."""
     from scalinglab.files import check_size
 
-    check_size("varpro_rows", len(logL), "--solver varpro-start")
+    check_size("varpro_rows", len(logL), "--start varpro")
     L = np.exp(logL)
     al, be, coef, _, _ = search(logN, logD, L, tol=1e-6, tied=tied)
     logs = np.log(np.maximum(coef, np.exp(-20.0)))

@@ -314,7 +314,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
                            rs.level if level is None else level)
     unit = unit or rs.by or "groups"
     solver = get_solver(law.solver)
-    generic = solver.name == "least-squares"
+    generic = solver.generic
     fixed, ties = constraints(law, dict(opts.fixed) if fixed is None else fixed, opts.tied, ranges=generic)
     kind = objective or law.objective
     if kind not in ("huber", "squares"):
