@@ -127,3 +127,13 @@ def test_luo_schedules_and_published_numbers():
     # their procedure (early-stopped AdamW) lands on their parameters, within 0.5% each
     es = F.fit_early_stopped([curves[n] for n in LUO_TRAIN])
     assert np.allclose(es.theta, published, rtol=5e-3)
+
+
+def test_a_parameter_is_at_its_bound_by_its_own_tolerance():
+    # Each parameter is judged by a tolerance of its own size: alpha 2e-6 above its floor of 0 is not on it,
+    # even beside an L0 of 100, whose tolerance is 1e-4; a parameter on its bound is.
+    cl = laws.LAWS["multipower"]
+    y = np.log(np.full(4, 3.0))
+    off = F._result(cl, np.array([100.0, 1.0, 2e-6, 1.0, 1.0, 0.5, 0.5]), 0.0, True, y, [], 1e-3, False)
+    on = F._result(cl, np.array([100.0, 1.0, 0.0, 1.0, 1.0, 0.5, 3.0]), 0.0, True, y, [], 1e-3, False)
+    assert off.at_bound == () and on.at_bound == ("alpha", "gamma")

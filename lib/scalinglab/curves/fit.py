@@ -164,12 +164,16 @@ def fit_curves(curves: list[Curve], law: str = "multipower", *, delta: float = H
                preps: list[Prepared] | None = None) -> CurveFit:
     """Fit ``law`` to ``curves`` jointly (one parameter set) by the ``curve-huber`` solver. ``theta0`` skips the
     screen (one solve from it)."""
-    cl = get(law)
+    return _fit("curve-huber", get(law), curves, preps, width, warmup_in_sum, delta=delta, theta0=theta0)
+
+
+def _fit(solver: str, cl: CurveLaw, curves: list[Curve], preps, width: int, warmup_in_sum: bool, **settings):
+    """What every curve fit does before its solver, once: the curves checked against the law, their schedules
+    prepared (or ``preps`` as given), the losses' logs; then the solver called by name (``fitting.solvers``)."""
     check_curves(curves, cl)
     preps = preps or [prepare(c, width=width, warmup_in_sum=warmup_in_sum) for c in curves]
     logy = np.log(np.concatenate([c.loss for c in curves]))
-    return solve("curve-huber", cl, {"curves": curves, "prepared": preps}, logy, delta=delta, theta0=theta0,
-                 warmup_in_sum=warmup_in_sum)
+    return solve(solver, cl, {"curves": curves, "prepared": preps}, logy, warmup_in_sum=warmup_in_sum, **settings)
 
 
 def huber_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, delta: float = HUBER_DELTA, theta0=None,
@@ -193,8 +197,8 @@ def huber_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, delta: float =
 def _result(cl: CurveLaw, theta, obj, converged, logy, curves, delta, warmup_in_sum) -> CurveFit:
     lo, hi = np.array(cl.lower), np.array(cl.upper)
     tol = 1e-6 * np.maximum(1.0, np.abs(theta))
-    at_bound = tuple(n for n, v, a, b in zip(cl.params, theta, lo, hi) if (np.isfinite(a) and v - a < tol[0])
-                     or (np.isfinite(b) and b - v < tol[0]))
+    at_bound = tuple(n for n, v, a, b, t in zip(cl.params, theta, lo, hi, tol)
+                     if (np.isfinite(a) and v - a < t) or (np.isfinite(b) and b - v < t))
     return CurveFit(cl.name, dict(zip(cl.params, map(float, theta))), obj, len(logy),
                     tuple(c.name for c in curves), at_bound, delta, warmup_in_sum,
                     {} if converged else {"stopped": "evaluation cap"})
@@ -210,13 +214,9 @@ def fit_early_stopped(curves: list[Curve], *, steps: int = 200, patience: int = 
     on L0, A, B, C and 5e-3 on α, β, γ, stopped after ``patience`` steps without a lower objective; the lowest
     objective seen wins. Their warmup-inclusive sum is the default, as their published parameters use it. The
     ``curve-early-stopped`` solver."""
-    cl = LAWS["multipower"]
-    check_curves(curves, cl)
-    preps = [prepare(c, warmup_in_sum=warmup_in_sum) for c in curves]
-    logy = np.log(np.concatenate([c.loss for c in curves]))
-    return solve("curve-early-stopped", cl, {"curves": curves, "prepared": preps}, logy, steps=steps,
-                 patience=patience, lr_linear=lr_linear, lr_exponents=lr_exponents, weight_decay=weight_decay,
-                 delta=delta, warmup_in_sum=warmup_in_sum)
+    return _fit("curve-early-stopped", LAWS["multipower"], curves, None, CHUNK_WIDTH, warmup_in_sum, steps=steps,
+                patience=patience, lr_linear=lr_linear, lr_exponents=lr_exponents, weight_decay=weight_decay,
+                delta=delta)
 
 
 def early_stopped_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, steps: int = 200, patience: int = 20,
