@@ -85,7 +85,7 @@ def test_bootstrap_interval_covers_the_truth_and_fixed_parameters_stay_fixed():
     law = Lw.get("saturating")
     inputs, truth = CASES["saturating"]
     y = law.predict(inputs, truth) * np.exp(np.random.default_rng(0).normal(0, 0.01, len(X)))
-    fit = Lw.fit_law(law, inputs, y, fixed={"E": 2.0}, n_boot=20, seed=1)
+    fit = Lw.fit_law(law, inputs, y, Lw.FitOptions().with_resampling(20, seed=1), fixed={"E": 2.0})
     assert fit.params["E"] == 2.0 and fit.free == ("A", "alpha")
     lo, hi = fit.bootstrap.ci["alpha"]
     assert lo < 0.3 < hi and hi - lo < 0.1   # 1% noise on 24 points: alpha to a few hundredths
@@ -116,7 +116,7 @@ def test_information_criteria_only_under_squares():
     inputs, truth = CASES["saturating"]
     y = law.predict(inputs, truth) * np.exp(np.random.default_rng(0).normal(0, 0.01, len(X)))
     assert Lw.fit_law(law, inputs, y).information_criteria() is None
-    ic = Lw.fit_law(law, inputs, y, objective="squares").information_criteria()
+    ic = Lw.fit_law(law, inputs, y, Lw.FitOptions(objective="squares")).information_criteria()
     assert ic["k"] == 4 and ic["bic"] > ic["aic"]   # ln 24 > 2
 
 

@@ -84,3 +84,27 @@ def test_one_step_from_table_to_fit():
     assert np.array_equal(via_holdout.train_rows, done.rows)
     with pytest.raises(UserError, match="no rows to fit"):
         fit_rows(F.CHINCHILLA, t, np.array([], int), cols)
+
+
+def test_a_fit_keeps_the_runs_it_saw():
+    # sl.fit's result holds its runs: the rows the selection kept less the highest losses dropped, read as the fit
+    # read them, so residuals and plots need no second read of the table.
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "cpu_sweep_runs.csv"
+    table = pd.read_csv(path)
+    fit = sl.fit(sl.load_runs(str(path)), where="N>2e4", drop_highest=2)
+    chosen = np.flatnonzero(table["N"].to_numpy() > 2e4)
+    assert len(fit.data) == fit.n_rows == len(chosen) - 2 and set(fit.data.rows) < set(chosen)
+    highest = chosen[np.argsort(table["loss"].to_numpy()[chosen])[-2:]]
+    assert not set(highest) & set(fit.data.rows)
+    assert np.array_equal(fit.data.y, table["loss"].to_numpy()[fit.data.rows])
+    assert np.array_equal(fit.data.inputs["n"], table["N"].to_numpy(float)[fit.data.rows])
+    assert np.allclose(fit.residuals(), np.log(fit.data.y) - np.log(fit.predict(fit.data.inputs)))
+    assert "FitData(" in repr(fit.data) and "data" not in repr(fit)
+    from scalinglab.fitting.laws import fit_law
+
+    bare = fit_law(F.CHINCHILLA, fit.data.inputs, fit.data.y)
+    assert bare.data is None and bare.params == fit.params
+    with pytest.raises(UserError, match="kept no runs"):
+        bare.residuals()

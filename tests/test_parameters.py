@@ -45,7 +45,7 @@ def test_a_held_parameter_is_the_same_fit_as_the_fixed_option(name):
 def test_a_formula_holds_in_the_fit_and_every_replicate():
     x, y = runs()
     law = CHINCHILLA.using("least-squares").set("B", expr="2*A")
-    fit = fit_law(law, x, y, n_boot=40, seed=1)
+    fit = fit_law(law, x, y, FitOptions().with_resampling(40, seed=1))
     assert fit.status == "converged" and fit.ties == {"B": "2*A"} and fit.n_free == 4
     assert fit.params["B"] == 2 * fit.params["A"]
     for k, v in TRUTH.items():                        # the truth satisfies the formula, so the fit finds it

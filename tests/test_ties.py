@@ -44,7 +44,7 @@ def test_the_engine_and_chinchillas_solver_reach_one_tied_optimum():
 
 def test_a_tie_holds_in_every_replicate_and_is_reported():
     x, y = grid(seed=3)
-    fit = fit_law(ENGINE, x, y, FitOptions(tied={"beta": "alpha"}), n_boot=16, seed=2)
+    fit = fit_law(ENGINE, x, y, FitOptions(tied={"beta": "alpha"}).with_resampling(16, seed=2))
     bs = fit.bootstrap
     i, j = bs.params.index("alpha"), bs.params.index("beta")
     assert len(bs.samples) and np.array_equal(bs.samples[:, i], bs.samples[:, j])

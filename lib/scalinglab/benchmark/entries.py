@@ -79,8 +79,9 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
     if estimator == "approach3":
         from scalinglab.fitting.approach3 import CHINCHILLA
         from scalinglab.fitting.laws.base import fit_law
+        from scalinglab.fitting.options import FitOptions
 
-        res = fit_law(CHINCHILLA, {"n": n, "d": d}, y, n_boot=n_boot, seed=seed)
+        res = fit_law(CHINCHILLA, {"n": n, "d": d}, y, FitOptions().with_resampling(n_boot, seed=seed))
         predict, k, status = (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, \
             res.status
     elif estimator == "varpro":
@@ -93,7 +94,8 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
         from scalinglab.fitting import laws
 
         lw = laws.get(law)
-        fit = laws.fit_law(lw, {r: t[r].to_numpy(float) for r in lw.inputs}, y, n_boot=n_boot or None, seed=seed)
+        fit = laws.fit_law(lw, {r: t[r].to_numpy(float) for r in lw.inputs}, y,
+                           laws.FitOptions().with_resampling(n_boot or None, seed=seed))
         res = fit if n_boot else None
         predict, k, status = ((lambda q: fit.predict({r: q[r].to_numpy(float) for r in lw.inputs})), len(fit.free),
                               fit.status)

@@ -74,8 +74,8 @@ def _run(args) -> int:
     N, D, L, _ = read_runs(args.csv or args.dataset, args, dataset=not args.csv)
     progress = sys.stderr.isatty()
     try:
-        res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, FitOptions(delta=check_delta(args.delta)),
-                      n_boot=args.bootstrap, seed=args.seed, progress=progress)
+        res = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, FitOptions(delta=check_delta(args.delta)).with_resampling(
+                      args.bootstrap, seed=args.seed), progress=progress)
     except UserError as exc:
         raise UserError(f"{args.csv or args.dataset}: {said(exc)}") from None
     out = design(res, N, D, L, target=args.target, budget_left=args.budget_left, k=args.k, proposal=proposal,

@@ -144,9 +144,14 @@ class FitOptions:
     # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one start,
     # the least-squares law found by variable projection, ``fitting.varpro``; then the same Huber polish).
     start: str = "grid"
+    # What the fit minimises: "huber" (δ on the residuals in the law's space) or "squares"; None: the law's own
+    # (``Law.objective``: Huber for losses, squares for downstream metrics).
+    objective: str | None = None
 
     def __post_init__(self):
         check_delta(self.delta)
+        if self.objective not in (None, "huber", "squares"):
+            raise UserError(f"objective {self.objective!r}: expected huber or squares (or None, the law's own)")
         if not isinstance(self.resampling, Resampling):
             raise UserError(f"resampling must be a Resampling, not {type(self.resampling).__name__}")
         if self.start not in STARTS:
@@ -163,6 +168,17 @@ class FitOptions:
             if name in ("alpha", "beta") and v > MAX_FIXED_EXPONENT:
                 raise UserError(f"fixed {name} = {v:g}: an exponent is at most {MAX_FIXED_EXPONENT:g} (at 100, "
                                 f"{'N' if name == 'alpha' else 'D'}^-{name} is already below 1e-700 at any run)")
+
+    def with_resampling(self, n: int | None = None, **changes) -> FitOptions:
+        """These options with the resampling's count ``n`` and any of ``by``, ``seed`` and ``level`` changed:
+        ``fit_law(law, x, y, FitOptions().with_resampling(200, seed=1))``; a count of 0 drops the groups too."""
+        from dataclasses import replace
+
+        if n is not None:
+            changes["n"] = n
+        if not changes.get("n", self.resampling.n):
+            changes.setdefault("by", None)   # no resamples: no groups to resample
+        return replace(self, resampling=replace(self.resampling, **changes)) if changes else self
 
 
 

@@ -162,6 +162,29 @@ class Bootstrap(ReplicateSpread):
 
 
 @dataclass(frozen=True)
+class FitData:
+    """The runs a fit saw, as it saw them: ``inputs`` (role -> array), the target ``y``, the table ``rows`` they
+    came from (after the selection and any dropped highest losses), and each row's resampling group (``groups``,
+    or None)."""
+
+    inputs: dict[str, np.ndarray]
+    y: np.ndarray
+    rows: np.ndarray
+    groups: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __repr__(self) -> str:
+        return f"FitData({len(self)} runs from table rows {_span(self.rows)}; inputs {', '.join(self.inputs)})"
+
+
+def _span(rows) -> str:
+    rows = np.asarray(rows)
+    return "none" if not rows.size else f"{int(rows.min())}..{int(rows.max())}"
+
+
+@dataclass(frozen=True)
 class LawFit:
     """A fitted law. ``status``: converged, at_bound (a parameter on an artificial bound, named in ``at_bound``),
     unidentified (parameters that barely move the fit, named in ``unidentified``: the runs cannot pin them),
@@ -186,6 +209,8 @@ class LawFit:
     grad_norm: float = float("nan")
     options: FitOptions | None = None
     ties: dict[str, str] = field(default_factory=dict)   # name -> the free parameter it equals (the engine's ties)
+    # The runs it was fitted to, where it was fitted from a table (``sl.fit``, ``fit_rows``): kept with the fit.
+    data: FitData | None = field(default=None, repr=False, compare=False)
 
     # --- the closed form's questions (Chinchilla: n_opt, d_opt, loss, a, b, theta, E ... beta) ----------------
 
@@ -293,6 +318,16 @@ class LawFit:
         arrays = {k: np.asarray(v, float) for k, v in inputs.items()}
         with np.errstate(all="ignore"):
             return np.asarray(self.law.predict(arrays, self.params), float)
+
+    def residuals(self) -> np.ndarray:
+        """The fitted runs' residuals in the law's residual space (``law.space``: log, logit or linear), actual
+        minus predicted; a UserError for a fit that kept no data (one fitted from arrays)."""
+        from scalinglab.fitting.form import transform
+
+        if self.data is None:
+            raise UserError("this fit kept no runs (fitted from arrays): its residuals need the runs it saw")
+        with np.errstate(all="ignore"):
+            return transform(self.data.y, self.law.space) - transform(self.predict(self.data.inputs), self.law.space)
 
     def draws(self, inputs: Mapping[str, Any]) -> np.ndarray | None:
         """(replicates, rows): each bootstrap replicate's predictions, or None without a bootstrap."""

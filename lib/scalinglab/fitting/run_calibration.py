@@ -85,17 +85,18 @@ def calibrate_fit(fit, inputs: dict[str, np.ndarray], y, units, unit_name: str, 
     """The law's out-of-unit residuals on the fitted runs (``inputs``, ``y``; one ``units`` label per run) and
     their calibration: each unit left out (or, with ``order``, predicted from the units below it), the law
     refitted without a bootstrap, the residuals in the law's residual space."""
-    from scalinglab.fitting.laws import fit_law
+    from scalinglab.fitting.laws import FitOptions, fit_law
 
     # A law with its own solver (Chinchilla's batched grid, numpy only) keeps it: the generic engine a warm start
     # needs would bring scipy onto `fit`'s path. Other laws already use the generic engine, so start it warm.
     law = warm_law(fit) if get_solver(fit.law.solver).generic else fit.law
     n_params = len(law.params) - len(fixed or {})
+    refit_options = (options or FitOptions()).with_resampling(0)   # each refit without a bootstrap
 
     def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         if int(train.sum()) < n_params + 1:
             raise UserError(f"{int(train.sum())} runs to fit {n_params} parameters")
-        f = fit_law(law, {k: v[train] for k, v in inputs.items()}, np.asarray(y)[train], options, n_boot=0,
+        f = fit_law(law, {k: v[train] for k, v in inputs.items()}, np.asarray(y)[train], refit_options,
                     fixed=fixed or None)
         if f.status == "failed":
             raise UserError("refit failed")

@@ -317,7 +317,7 @@ def compare_procedures(table, training_sets, targets, n_col: str = "N", d_col: s
                     preds = {k: predict(law, table, t, n_col, d_col, loss_col) for k, t in targets.items()}
                 else:
                     N, D, L, names = H.runs_at(table, picked, n_col, d_col, loss_col)
-                    law = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options, n_boot=n_boot, seed=seed,
+                    law = fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options.with_resampling(n_boot, seed=seed),
                                   names=dict(zip(("n", "d", "y"), names)))
                     at = {k: H.runs_at(table, np.flatnonzero(t), n_col, d_col, loss_col) for k, t in targets.items()}
                     preds = {k: predict_runs(law, {"n": r[0], "d": r[1]}, r[2]) for k, r in at.items()}

@@ -35,7 +35,7 @@ the same resamples, so the free-E and the held-E shift can be compared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -216,17 +216,16 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
     from scalinglab.fitting import approach3 as fit
     from scalinglab.fitting.laws import Columns, fit_table
 
-    common_args = dict(n_boot=n_boot, seed=seed, level=level)
-    total = fit_table(fit.CHINCHILLA, table, Columns(n=n_total, d=d_col, loss=loss_col), **common_args)
+    resampled = fit.FitOptions().with_resampling(n_boot, seed=seed, level=level)
+    total = fit_table(fit.CHINCHILLA, table, Columns(n=n_total, d=d_col, loss=loss_col), None, resampled)
     if kaplan_e is None:
-        held, options = None, None
+        held, options = None, resampled
     else:
         if isinstance(kaplan_e, str) and kaplan_e != "total":
             raise UserError(f"kaplan_e must be 'total', a number or None, not {kaplan_e!r}")
         held = _fixed_e(total.E if kaplan_e == "total" else kaplan_e)
-        options = fit.FitOptions(fixed={"E": held})
-    fits = [total, fit_table(fit.CHINCHILLA, table, Columns(n=n_kaplan, d=d_col, loss=loss_col), None, options,
-                             **common_args)]
+        options = replace(resampled, fixed=(("E", held),))
+    fits = [total, fit_table(fit.CHINCHILLA, table, Columns(n=n_kaplan, d=d_col, loss=loss_col), None, options)]
     nan2 = (np.nan, np.nan)
     cis, draws, samples = [], [], []
     for f in fits:

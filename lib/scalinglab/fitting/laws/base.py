@@ -295,30 +295,25 @@ def _natural(p: Param, z: float, prob: _Problem) -> bool:
 
 
 def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None = None, *,
-            fixed: Mapping[str, float] | None = None, objective: str | None = None, delta: float | None = None,
-            n_boot: int | None = None, seed: int | None = None, level: float | None = None, groups=None,
-            unit: str | None = None, progress: bool = False, names: Mapping[str, str] | None = None) -> LawFit:
+            fixed: Mapping[str, float] | None = None, groups=None, unit: str | None = None, progress: bool = False,
+            names: Mapping[str, str] | None = None) -> LawFit:
     """Fit ``law`` to runs: ``inputs`` maps each of ``law.inputs`` to an array, ``y`` the target.
 
-    ``options`` (``FitOptions``) say how: the Huber δ, the resampling (``Resampling``: how many refits, seed,
-    level) and, for Chinchilla's solver, its settings; a keyword given here (``delta``, ``n_boot``, ``seed``,
-    ``level``) overrides its field; ``fixed`` (parameters held at a value) defaults to ``options.fixed``.
-    ``objective``: "huber" (δ on the residuals in ``law.space``) or "squares";
-    None takes the law's default. The bootstrap resamples rows, or whole groups when ``groups`` (one label per
-    row, named ``unit``) is given. ``names``: the column each role was read from, for messages.
+    ``options`` (``FitOptions``) say how, and nothing beside them does: the objective and its Huber δ, the
+    resampling (``Resampling``: how many refits, of what unit, seed, level; ``options.with_resampling``) and the
+    solver's settings. The law's own parameters say what is held, bounded or tied (``Law.set``); ``fixed``
+    (parameters held at a value) replaces ``options.fixed`` where given. The bootstrap resamples rows, or whole
+    groups when ``groups`` (one label per row, named ``unit``) is given. ``names``: the column each role was read
+    from, for messages.
     """
     opts = options or FitOptions()
     rs = opts.resampling
-    delta = opts.delta if delta is None else delta
-    n_boot, seed, level = (rs.n if n_boot is None else n_boot, rs.seed if seed is None else seed,
-                           rs.level if level is None else level)
+    delta, n_boot, seed, level = opts.delta, rs.n, rs.seed, rs.level
     unit = unit or rs.by or "groups"
     solver = get_solver(law.solver)
     generic = solver.generic
     fixed, ties = constraints(law, dict(opts.fixed) if fixed is None else fixed, opts.tied, ranges=generic)
-    kind = objective or law.objective
-    if kind not in ("huber", "squares"):
-        raise UserError(f"objective {kind!r}: expected huber or squares")
+    kind = opts.objective or law.objective
     inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
     y = np.asarray(y, float).ravel()
     if not generic:   # a law's own solver checks its runs (Chinchilla's names the columns)

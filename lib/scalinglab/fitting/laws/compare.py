@@ -37,6 +37,7 @@ from scalinglab.fitting.conditions import is_mask, rows_mask
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_arrays, predict_rows
+from scalinglab.fitting.options import FitOptions, Resampling
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import group_labels, unit_picks
@@ -289,22 +290,22 @@ def compare(laws: Sequence[Law], table, cols: Columns, *, select=None, holdout=N
     scores: dict[str, LawScore] = {}
     from scalinglab.fitting.rows import progress_bar
 
+    how = FitOptions(delta=HUBER_DELTA if delta is None else delta, objective=objective,
+                     resampling=Resampling(n_boot, seed=seed, level=level))
     for law in progress_bar(laws, "laws", progress):
         notes: list[str] = []
         fit = split_fit = split = logo_pred = logo_groups = at = None
         try:
-            fit = fit_table(law, table, cols, keep, objective=objective, delta=delta,
-                            n_boot=n_boot if target else 0, seed=seed, level=level)
+            fit = fit_table(law, table, cols, keep, how.with_resampling(n_boot if target else 0))
         except UserError as exc:
             notes.append(f"fit on all runs refused: {exc}")
         try:
-            split_fit = fit_table(law, table, cols, train, objective=objective, delta=delta, n_boot=n_boot, seed=seed,
-                                  level=level)
+            split_fit = fit_table(law, table, cols, train, how)
             split = predict_rows(split_fit, table, np.flatnonzero(held), cols)
         except UserError as exc:
             notes.append(f"split refused: {exc}")
         if labels is not None:
-            logo_pred, logo_groups, refused = _logo(law, table, cols, keep, labels, objective, delta)
+            logo_pred, logo_groups, refused = _logo(law, table, cols, keep, labels, how.with_resampling(0))
             notes += refused
         if target and fit is not None:
             at = _at_target(fit, target, level)
@@ -360,7 +361,7 @@ def _verdict(ranking, differences, level, check, unit: str) -> str:
             f"{over} [{lo:+.4f}, {hi:+.4f}])")
 
 
-def _logo(law, table, cols, keep, labels, objective, delta=HUBER_DELTA):
+def _logo(law, table, cols, keep, labels, options: FitOptions):
     """Pooled predictions of each group by a fit on the other groups; groups a fit refused are noted."""
     order = list(dict.fromkeys(labels[keep].tolist()))
     if len(order) < 2:
@@ -369,7 +370,7 @@ def _logo(law, table, cols, keep, labels, objective, delta=HUBER_DELTA):
     for g in order:
         out = keep & (labels == g)
         try:
-            f = fit_table(law, table, cols, keep & ~out, objective=objective, delta=delta)
+            f = fit_table(law, table, cols, keep & ~out, options)
             preds.append(predict_rows(f, table, np.flatnonzero(out), cols))
             groups.append(np.full(int(out.sum()), g, object))
         except UserError as exc:

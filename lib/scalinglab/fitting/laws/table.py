@@ -9,7 +9,7 @@ with bootstrap intervals and the log errors that ``compare`` scores (RMSLE): ``p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from scalinglab.fitting.form import Law
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions, predict
-from scalinglab.fitting.results import LawFit
+from scalinglab.fitting.results import FitData, LawFit
 from scalinglab.fitting.rows import group_labels, keep_below_highest
 
 
@@ -39,12 +39,12 @@ class FittedRows:
 def fit_rows(law: Law, table, rows, cols: Columns, options: FitOptions | None = None, *, fixed=None,
              groups=None, unit: str | None = None, drop_highest: int = 0, progress: bool = False,
              check_inputs: Callable[[dict], None] | None = None,
-             check_labels: Callable[[np.ndarray], None] | None = None, **overrides) -> FittedRows:
+             check_labels: Callable[[np.ndarray], None] | None = None) -> FittedRows:
     """The one step from a table to a fit: read ``law``'s columns at ``rows`` (indices) through the one reader,
     drop the K highest targets, label each row's resampling group (``groups``: a column or one label per table
-    row, else ``options.resampling.by``; ``unit`` names them), and fit (``fit_law``; ``overrides``: its
-    keywords). ``check_inputs`` and ``check_labels`` see what was read before the fit (the CLI's checks of a
-    compute column and of the groups)."""
+    row, else ``options.resampling.by``; ``unit`` names them), and fit (``fit_law``, as ``options`` say).
+    ``check_inputs`` and ``check_labels`` see what was read before the fit (the CLI's checks of a compute column
+    and of the groups)."""
     if groups is None and options is not None:
         groups = options.resampling.by
     picked = np.asarray(rows, int)
@@ -61,20 +61,18 @@ def fit_rows(law: Law, table, rows, cols: Columns, options: FitOptions | None = 
         check_labels(labels)
     unit = unit or (groups if isinstance(groups, str) else None)
     fit = fit_law(law, inputs, y, options, fixed=fixed, groups=labels, unit=unit, progress=progress,
-                  names=cols.names(law), **overrides)
+                  names=cols.names(law))
+    fit = replace(fit, data=FitData(inputs, y, picked, labels))   # the result keeps the runs it saw
     return FittedRows(fit, inputs, y, picked, labels)
 
 
 def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | None = None, *, fixed=None,
-              objective: str | None = None, delta: float | None = None, n_boot: int | None = None,
-              seed: int | None = None, level: float | None = None, groups: str | None = None, drop_highest: int = 0,
-              progress: bool = False) -> LawFit:
+              groups: str | None = None, drop_highest: int = 0, progress: bool = False) -> LawFit:
     """Fit ``law`` to the table's ``rows`` (a mask, conditions ANDed, or None for all) as ``options`` say
-    (``fit_rows``; keywords override their fields); ``groups`` (else ``options.resampling.by``): a column whose
-    values the bootstrap resamples whole; ``drop_highest``: leave out the K highest targets first."""
+    (``fit_rows``); ``groups`` (else ``options.resampling.by``): a column whose values the bootstrap resamples
+    whole; ``drop_highest``: leave out the K highest targets first."""
     return fit_rows(law, table, np.flatnonzero(rows_mask(table, rows)), cols, options, fixed=fixed, groups=groups,
-                    drop_highest=drop_highest, progress=progress, objective=objective, delta=delta, n_boot=n_boot,
-                    seed=seed, level=level).fit
+                    drop_highest=drop_highest, progress=progress).fit
 
 
 def predict_rows(fit: LawFit, table, rows, cols: Columns, level: float | None = None,

@@ -128,7 +128,7 @@ def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
     from scalinglab.fitting.options import FitOptions
 
     try:
-        res = fit_law(CHINCHILLA, {"n": N, "d": D}, L, FitOptions(start="grid"), n_boot=n_boot, seed=seed)
+        res = fit_law(CHINCHILLA, {"n": N, "d": D}, L, FitOptions().with_resampling(n_boot, seed=seed))
     except UserError:
         return (np.nan, np.nan, np.nan)
     if res.status != "converged":

@@ -113,9 +113,10 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
     from scalinglab.fitting.laws.table import fit_rows
 
     cols = Columns(n=n_col, d=None if c_col else d_col, loss=loss_col, c=c_col)
-    done = fit_rows(F.CHINCHILLA, table, train_rows, cols, options, groups=groups,
+    opts = (options or FitOptions()).with_resampling(n_boot, seed=seed, level=level)
+    done = fit_rows(F.CHINCHILLA, table, train_rows, cols, opts, groups=groups,
                     unit=groups if isinstance(groups, str) else "groups", drop_highest=drop_highest,
-                    progress=progress, n_boot=n_boot, seed=seed, level=level)
+                    progress=progress)
     res, train_rows, labels = done.fit, done.rows, done.labels
     N, D, L = done.inputs["n"], done.inputs["d"], done.y
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)

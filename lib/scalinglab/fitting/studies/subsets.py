@@ -168,8 +168,8 @@ def subset_fits(N, D, L, sizes: Sequence[int], variants: Mapping[str, FitOptions
             for name, opts in variants.items():
                 rec: dict[str, Any] = {"size": size, "draw": i, "variant": name}
                 try:
-                    res = fit_law(F.CHINCHILLA, {"n": N[rows], "d": D[rows]}, L[rows], opts, n_boot=boot,
-                                  seed=boot_seed, level=boot_level)
+                    res = fit_law(F.CHINCHILLA, {"n": N[rows], "d": D[rows]}, L[rows],
+                                  opts.with_resampling(boot, seed=boot_seed, level=boot_level))
                 except UserError as exc:
                     records.append({**rec, "status": "refused", "reason": str(exc)})
                     continue

@@ -123,9 +123,9 @@ def compare(a, b, *, labels=("a", "b"), budgets=(), n_boot: int = 1000, seed: in
         kw = [dict(groups=groups[0], unit=unit, seed=seed), dict(groups=groups[1], unit=unit, seed=seed + 1)]
     fits = []
     for (N, D, L), label, k in zip(((Na, Da, La), (Nb, Db, Lb)), labels, kw):
+        opts = (options or FitOptions()).with_resampling(n_boot, level=level, seed=k.pop("seed"))
         try:
-            fits.append(fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, options, n_boot=n_boot, level=level,
-                                progress=progress, **k))
+            fits.append(fit_law(F.CHINCHILLA, {"n": N, "d": D}, L, opts, progress=progress, **k))
         except UserError as exc:
             raise UserError(f"{label}: {exc}") from None
     fa, fb = fits
