@@ -294,7 +294,7 @@ def test_varpro_over_its_row_cap_is_refused(monkeypatch):
 
     monkeypatch.setitem(SIZES, "varpro_rows", (10, "rows", "test"))
     N, D, L = simulate(20, 4)
-    with pytest.raises(UserError, match="--start varpro: 20 rows, at most 10"):
+    with pytest.raises(UserError, match="variable projection: 20 rows, at most 10"):
         varpro.varpro_theta(np.log(N), np.log(D), np.log(L))
 
 

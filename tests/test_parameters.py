@@ -1,5 +1,5 @@
 """Parameters that fix, bound and tie themselves (lmfit's Parameters): ``Law.set(name, value=, vary=, lower=,
-upper=, expr=)`` for every law, and ``Law.using(solver)``. A law's own settings give the same fit as the options
+upper=, expr=)`` for every law, and the solver named in the options (``FitOptions(solver=...)``). A law's own settings give the same fit as the options
 beside it; a formula holds in the fit and in every bootstrap replicate; a narrowed range binds in both solvers; a
 formula is parsed, never run."""
 
@@ -17,6 +17,8 @@ from scalinglab.fitting.expressions import parse
 from scalinglab.fitting.laws import get as get_law
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
+
+LS = FitOptions(solver="least-squares")   # Chinchilla's form by the generic solver, which takes any tie or start
 
 TRUTH = {"E": 1.8, "A": 400.0, "B": 800.0, "alpha": 0.34, "beta": 0.28}   # B = 2 A
 
@@ -44,9 +46,10 @@ def test_a_held_parameter_is_the_same_fit_as_the_fixed_option(name):
 
 def test_a_formula_holds_in_the_fit_and_every_replicate():
     x, y = runs()
-    law = CHINCHILLA.using("least-squares").set("B", expr="2*A")
-    fit = fit_law(law, x, y, FitOptions().with_resampling(40, seed=1))
+    law = CHINCHILLA.set("B", expr="2*A")
+    fit = fit_law(law, x, y, LS.with_resampling(40, seed=1))
     assert fit.status == "converged" and fit.ties == {"B": "2*A"} and fit.n_free == 4
+    assert fit.to_dict()["solver"] == "least-squares"
     assert fit.params["B"] == 2 * fit.params["A"]
     for k, v in TRUTH.items():                        # the truth satisfies the formula, so the fit finds it
         assert fit.params[k] == pytest.approx(v, rel=0.2), k
@@ -55,8 +58,8 @@ def test_a_formula_holds_in_the_fit_and_every_replicate():
     assert len(a) > 30 and np.array_equal(b, 2 * a)
     assert "B = 2*A" in fit.summary() and "= 2*A (tied)" in fit.summary()
     # The same formula through FitOptions, sl.fit and the CLI's --tie: one fit.
-    beside = fit_law(CHINCHILLA.using("least-squares"), x, y, FitOptions(tied={"B": "2 * a"}))
-    assert beside.params == fit_law(law, x, y).params
+    beside = fit_law(CHINCHILLA, x, y, FitOptions(tied={"B": "2 * a"}, solver="least-squares"))
+    assert beside.params == fit_law(law, x, y, LS).params
 
 
 def test_the_formula_reaches_the_front_door_and_the_cli(tmp_path, capsys):
@@ -70,6 +73,11 @@ def test_the_formula_reaches_the_front_door_and_the_cli(tmp_path, capsys):
     assert main(["fit", str(path), "--law", "kaplan", "--tie", "alpha_D=alpha_N+0.05", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["params"] == pytest.approx(api.params, rel=1e-12) and out["tied"] == {"alpha_D": "alpha_N+0.05"}
+    chin = sl.fit(str(path), tied={"B": "2*A"}, solver="least-squares")     # the front door names the solver too
+    assert chin.to_dict()["solver"] == "least-squares" and chin.params["B"] == 2 * chin.params["A"]
+    assert chin.params == fit_law(CHINCHILLA, x, y, FitOptions(tied={"B": "2*A"}, solver="least-squares")).params
+    with pytest.raises(UserError, match="solver= given beside options="):
+        sl.fit(str(path), solver="least-squares", options=FitOptions())
     refused(capsys, ["fit", path, "--tie", "B=2*A"], "ties its exponents only", "least-squares")  # Newton's: β = α
     refused(capsys, ["fit", path, "--law", "kaplan", "--tie", "alpha_D=__import__('os')"], "--tie alpha_D=",
             "only functions")
@@ -77,20 +85,19 @@ def test_the_formula_reaches_the_front_door_and_the_cli(tmp_path, capsys):
 
 def test_a_narrowed_range_binds_in_both_solvers():
     x, y = runs()
-    for law in (CHINCHILLA, CHINCHILLA.using("least-squares")):
-        fit = fit_law(law.set("E", lower=1.9), x, y)             # the truth, 1.8, is outside
+    for opts in (FitOptions(), LS):
+        fit = fit_law(CHINCHILLA.set("E", lower=1.9), x, y, opts)         # the truth, 1.8, is outside
         assert fit.status == "at_bound" and "E" in fit.at_bound and fit.params["E"] == pytest.approx(1.9, rel=1e-6)
-        free = fit_law(law.set("E", lower=1.5), x, y)            # a range holding the optimum changes nothing
+        free = fit_law(CHINCHILLA.set("E", lower=1.5), x, y, opts)        # a range holding the optimum: no change
         assert free.status == "converged"
-        assert free.params["E"] == pytest.approx(fit_law(law, x, y).params["E"], rel=1e-6)
+        assert free.params["E"] == pytest.approx(fit_law(CHINCHILLA, x, y, opts).params["E"], rel=1e-6)
 
 
 def test_a_start_value_is_one_start_where_the_solver_takes_starts():
     x, y = runs()
-    ls = CHINCHILLA.using("least-squares")
-    fit = fit_law(ls.set("alpha", value=0.5).set("beta", value=0.5), x, y)
-    assert fit.status == "converged" and fit.params["alpha"] == pytest.approx(fit_law(ls, x, y).params["alpha"],
-                                                                              rel=1e-4)
+    fit = fit_law(CHINCHILLA.set("alpha", value=0.5).set("beta", value=0.5), x, y, LS)
+    assert fit.status == "converged" and fit.params["alpha"] == pytest.approx(
+        fit_law(CHINCHILLA, x, y, LS).params["alpha"], rel=1e-4)
     with pytest.raises(UserError, match="starts from Hoffmann's grid"):
         fit_law(CHINCHILLA.set("alpha", value=0.5), x, y)
 
@@ -103,8 +110,9 @@ def test_a_start_value_is_one_start_where_the_solver_takes_starts():
     (lambda law: law.set("A", lower=0), "positive"),
     (lambda law: law.set("E", value=1.7, vary=False).set("E", expr="A"), "give one of them"),
     (lambda law: law.set("nope", value=1), "no parameter 'nope'"),
-    (lambda law: law.using("curve-huber"), "not law chinchilla"),
-    (lambda law: law.using("varpro"), "not a law's fit"),
+    (lambda law: fit_law(law, *runs(), FitOptions(solver="curve-huber")), "not a law's fit"),
+    (lambda law: FitOptions(solver="nope"), "no solver 'nope'"),
+    (lambda law: fit_law(get_law("kaplan"), *runs(), FitOptions(solver="chinchilla-newton")), "not law kaplan"),
 ])
 def test_impossible_settings_are_refused_in_one_line(change, message):
     with pytest.raises(UserError, match=message) as err:
@@ -114,14 +122,18 @@ def test_impossible_settings_are_refused_in_one_line(change, message):
 
 def test_circles_and_fully_held_laws_are_refused():
     x, y = runs()
-    ls = CHINCHILLA.using("least-squares")
     with pytest.raises(UserError, match="circle"):
-        fit_law(ls.set("A", expr="B / 2").set("B", expr="2*A"), x, y)
-    held = ls.set("E", value=1.8, vary=False).set("A", value=400, vary=False).set("alpha", value=0.3, vary=False)
-    fit = fit_law(held.set("beta", expr="alpha"), x, y)          # tied to a held value: held too
+        fit_law(CHINCHILLA.set("A", expr="B / 2").set("B", expr="2*A"), x, y, LS)
+    held = CHINCHILLA.set("E", value=1.8, vary=False).set("A", value=400, vary=False).set("alpha", value=0.3,
+                                                                                          vary=False)
+    fit = fit_law(held.set("beta", expr="alpha"), x, y, LS)       # tied to a held value: held too
     assert fit.fixed["beta"] == 0.3 and fit.n_free == 1
     with pytest.raises(UserError, match="nothing left to fit"):
-        fit_law(held.set("beta", expr="alpha").set("B", expr="2*A"), x, y)
+        fit_law(held.set("beta", expr="alpha").set("B", expr="2*A"), x, y, LS)
+    # Chinchilla's tie_exponents is beta = alpha for the generic solver too: one tied optimum.
+    tied = fit_law(CHINCHILLA, x, y, FitOptions(tie_exponents=True, solver="least-squares"))
+    assert tied.ties == {"beta": "alpha"} and tied.params["alpha"] == pytest.approx(
+        fit_law(CHINCHILLA, x, y, FitOptions(tie_exponents=True)).params["alpha"], rel=1e-4)
 
 
 @pytest.mark.parametrize("text", ["__import__('os').system('true')", "alpha.real", "lambda: 1", "[alpha]",

@@ -131,7 +131,7 @@ def test_solvers_are_told_apart_by_what_they_are_and_results_name_them():
     assert [p.relative_to(LIB).as_posix() for p in LIB.rglob("*.py") if by_string.search(p.read_text())] == []
     N, D, L = _runs()
     newton = laws.fit_law(CHINCHILLA, {"n": N, "d": D}, L)
-    generic = laws.fit_law(CHINCHILLA.using("least-squares"), {"n": N, "d": D}, L)
+    generic = laws.fit_law(CHINCHILLA, {"n": N, "d": D}, L, FitOptions(solver="least-squares"))
     assert newton.to_dict()["solver"] == "chinchilla-newton" and newton.to_dict()["start"] == "grid"
     assert generic.to_dict()["solver"] == "least-squares" and "start" not in generic.to_dict()
     for k in newton.params:   # two solvers of one objective reach one optimum

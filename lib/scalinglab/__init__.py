@@ -32,20 +32,23 @@ def load_runs(path: str | None = None, *, dataset: str | None = None):
 
 
 def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highest: int = 0, bootstrap: int = 0,
-        seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None, options=None,
-        **columns):
+        seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None,
+        solver: str | None = None, options=None, **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
-    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``). ``law``: a name in
-    ``sl.laws``, or a ``Law`` whose parameters are set (``sl.laws.get("kaplan").set("alpha_N", value=0.076,
-    vary=False)``, ``.set("alpha_D", expr="alpha_N")``: lmfit's Parameters; ``.using("least-squares")``).
-    ``where``: row
-    conditions such as ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters
-    held equal to another or given by a formula, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``);
-    ``drop_highest``: leave out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``:
-    resamples (of rows, or of whole groups named by the column ``bootstrap_by``), or give ``options``
-    (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by`` and
-    ``delta``; column roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``,
-    ``x=...``, ``y=...``) override the dataset's roles and the defaults N, D, loss."""
+    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``), keeping the runs it
+    saw (``fit.data``).
+
+    ``law``: a name in ``sl.laws``, or a ``Law`` whose parameters are set, as lmfit's Parameters are
+    (``sl.laws.get("kaplan").set("alpha_N", value=0.076, vary=False)``, ``.set("alpha_D", expr="alpha_N")``).
+    ``solver``: a name in ``fitting.solvers`` (default the law's own; "least-squares" fits Chinchilla's form by
+    the generic solver, which takes any tie, start or range). ``where``: row conditions such as
+    ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters held equal to
+    another or given by a formula, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``); ``drop_highest``: leave
+    out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``: resamples (of rows, or of whole
+    groups named by the column ``bootstrap_by``), or give ``options`` (``FitOptions``, with its ``Resampling``)
+    instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by``, ``delta``, ``tied`` and ``solver``; column
+    roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``, ``x=...``,
+    ``y=...``) override the dataset's roles and the defaults N, D, loss."""
     import os
 
     from scalinglab.errors import UserError
@@ -64,12 +67,12 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
     if options is not None:
         given = [k for k, v, default in (("bootstrap", bootstrap, 0), ("seed", seed, 0), ("level", level, 0.95),
                                          ("bootstrap_by", bootstrap_by, None), ("delta", delta, None),
-                                         ("tied", tied, None))
+                                         ("tied", tied, None), ("solver", solver, None))
                  if v != default]
         if given:   # bootstrap=50 beside options=FitOptions(...) was dropped without a word
-            raise UserError(f"sl.fit: {given[0]}= given beside options=; options' resampling, delta and ties "
-                            "decide, so give it there (FitOptions(delta=..., tied=..., resampling=Resampling(n, by, "
-                            "seed, level)))")
+            raise UserError(f"sl.fit: {given[0]}= given beside options=; options' resampling, delta, ties and "
+                            "solver decide, so give it there (FitOptions(delta=..., tied=..., solver=..., "
+                            "resampling=Resampling(n, by, seed, level)))")
         if not isinstance(options, FitOptions):
             raise UserError(f"sl.fit: options must be a FitOptions, not {type(options).__name__}")
     if where is not None and not isinstance(where, str) and not (
@@ -81,7 +84,7 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
         runs = Runs(_table(runs), "table")
     form = law if isinstance(law, registry.Law) else registry.get(law)
     if options is None:
-        options = FitOptions(delta=HUBER_DELTA if delta is None else delta, tied=tied or (),
+        options = FitOptions(delta=HUBER_DELTA if delta is None else delta, tied=tied or (), solver=solver,
                              resampling=Resampling(bootstrap, bootstrap_by, seed, level))
     cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
     request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)

@@ -86,7 +86,7 @@ def _law_box(law, options: FitOptions) -> FitOptions:
         if p.vary and p.expr is None and p.starts != q.starts:
             raise UserError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
                             "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "
-                            "(law.using('least-squares'))")
+                            "(FitOptions(solver='least-squares'))")
         if (p.lower, p.upper) != (q.lower, q.upper):
             lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if i < 3 else (p.lower, p.upper)
             lower[i], upper[i] = max(lower[i], lo), min(upper[i], hi)

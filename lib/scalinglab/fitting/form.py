@@ -27,7 +27,8 @@ class Param:
     """One parameter: ``log``: fitted as its logarithm (a positive scale); ``starts``: values, or a function of
     (inputs, y) giving values (data-aware starts, e.g. a share of the smallest loss). As lmfit's Parameter, it
     fixes and ties itself: ``vary=False`` holds it at ``value``; ``expr`` gives it as a formula of the others
-    (``"alpha"``, ``"2*A"``: ``fitting.expressions``). ``Law.set`` makes a law with them set."""
+    (``"alpha"``, ``"2*A"``: ``fitting.expressions``). ``Law.set`` makes a law with them set; the solver is
+    the options' (``FitOptions.solver``), else the law's own."""
 
     name: str
     meaning: str
@@ -128,19 +129,6 @@ class Law:
             raise UserError(f"{p.name} held at {changes.get('value', p.value):g}: outside [{lo:g}, {hi:g}]")
         new = replace(p, **changes)
         return replace(self, params=tuple(new if q.name == p.name else q for q in self.params))
-
-    def using(self, solver: str) -> Law:
-        """This law fitted by another solver of ``fitting.solvers`` (e.g. Chinchilla's form by the generic
-        least squares, which takes any tie and start), or a UserError naming those that fit it."""
-        from scalinglab.fitting.solvers import SOLVERS, get
-
-        get(solver).check(self)
-        if get(solver).result != "LawFit":
-            fits = [s.name for s in SOLVERS.values()
-                    if s.result == "LawFit" and (s.laws is None or self.name in s.laws)]
-            raise UserError(f"solver {solver} returns a {get(solver).result}, not a law's fit; law {self.name} is "
-                            f"fitted by {', '.join(fits)}")
-        return replace(self, solver=solver)
 
     def describe(self) -> str:
         """Several lines: the form, its citation and what each parameter means."""

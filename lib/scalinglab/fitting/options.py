@@ -147,9 +147,19 @@ class FitOptions:
     # What the fit minimises: "huber" (δ on the residuals in the law's space) or "squares"; None: the law's own
     # (``Law.objective``: Huber for losses, squares for downstream metrics).
     objective: str | None = None
+    # The solver, by its name in ``fitting.solvers`` (None: the law's own, ``Law.solver``): "least-squares" fits
+    # Chinchilla's form by the generic solver, which takes any tie, start or range its parameters set.
+    solver: str | None = None
 
     def __post_init__(self):
         check_delta(self.delta)
+        if self.solver is not None:
+            from scalinglab.fitting.solvers import SOLVERS, get
+
+            if get(self.solver).result != "LawFit":
+                fits = [s.name for s in SOLVERS.values() if s.result == "LawFit"]
+                raise UserError(f"solver {self.solver} returns a {get(self.solver).result}, not a law's fit; the "
+                                f"solvers of a law are {', '.join(fits)}")
         if self.objective not in (None, "huber", "squares"):
             raise UserError(f"objective {self.objective!r}: expected huber or squares (or None, the law's own)")
         if not isinstance(self.resampling, Resampling):
@@ -350,7 +360,7 @@ def parametrisation(options: FitOptions | None = None) -> Parametrisation:
     if ties and ties not in ({"beta": "alpha"}, {"alpha": "beta"}):
         raise UserError("Chinchilla's solver ties its exponents only (beta = alpha), not "
                         f"{' and '.join(f'{k} to {v}' for k, v in ties.items())}; the least-squares solver takes "
-                        "any tie (sl.laws.get('chinchilla').using('least-squares'))")
+                        "any tie (FitOptions(solver='least-squares'))")
     if ties and len({"alpha", "beta"} & fixed.keys()) == 1:   # tied to a held exponent: held at it too
         fixed["alpha"] = fixed["beta"] = fixed.get("alpha", fixed.get("beta"))
     ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")

@@ -211,6 +211,7 @@ class LawFit:
     ties: dict[str, str] = field(default_factory=dict)   # name -> the free parameter it equals (the engine's ties)
     # The runs it was fitted to, where it was fitted from a table (``sl.fit``, ``fit_rows``): kept with the fit.
     data: FitData | None = field(default=None, repr=False, compare=False)
+    solver: str | None = None   # the solver that fitted it, where the options chose one (else the law's own)
 
     # --- the closed form's questions (Chinchilla: n_opt, d_opt, loss, a, b, theta, E ... beta) ----------------
 
@@ -371,7 +372,7 @@ class LawFit:
             out["delta"] = self.delta
         if self.ties:
             out["tied"] = dict(self.ties)
-        out["solver"] = self.law.solver   # the estimator, by its name in fitting.solvers
+        out["solver"] = self.solver or self.law.solver   # the estimator, by its name in fitting.solvers
         if self.options is not None:
             out["tie_exponents"] = self.tied
             out["start"] = self.options.start

@@ -90,6 +90,9 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
     # The bootstrap's own record (below) says how it resampled; the options keep the solver's settings.
     # Chinchilla's solver takes one tie, beta = alpha: saved as tie_exponents, the key older files hold.
     opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions) if f.name not in ("resampling", "tied")}
+    for name in ("objective", "solver"):   # the law's own unless set; a file names them only when they are not
+        if opts[name] is None:
+            del opts[name]
     opts["tie_exponents"] = bool(res.options.tie_exponents or res.options.tied)
     opts["fixed"] = [list(p) for p in opts["fixed"]]
     opts["lower"], opts["upper"] = list(opts["lower"]), list(opts["upper"])
@@ -369,8 +372,8 @@ def from_json(obj: Any) -> SavedFit:
     law = {k: _float(obj["law"][k], k) for k in PARAMS}
     _check_law(law, "law")
     o = dict(obj["options"])
-    if "solver" in o:   # files that name the Newton solver's start "solver" (grid, varpro-start or varpro)
-        old = o.pop("solver")
+    if "start" not in o and "solver" in o:   # files that name the Newton solver's start "solver"
+        old = o.pop("solver")                  # (grid, varpro-start or varpro)
         o["start"] = {"varpro-start": "varpro"}.get(old, old)
     known = {f.name for f in fields(FitOptions)}
     unknown = sorted(set(o) - known)

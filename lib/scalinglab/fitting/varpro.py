@@ -268,7 +268,7 @@ def varpro_theta(logN, logD, logL, *, tied: bool = False) -> np.ndarray:
     (the fit's natural floor, where an NNLS zero belongs)."""
     from scalinglab.files import check_size
 
-    check_size("varpro_rows", len(logL), "--start varpro")
+    check_size("varpro_rows", len(logL), "variable projection")
     L = np.exp(logL)
     al, be, coef, _, _ = search(logN, logD, L, tol=1e-6, tied=tied)
     logs = np.log(np.maximum(coef, np.exp(-20.0)))

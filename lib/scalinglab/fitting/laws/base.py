@@ -310,8 +310,12 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     rs = opts.resampling
     delta, n_boot, seed, level = opts.delta, rs.n, rs.seed, rs.level
     unit = unit or rs.by or "groups"
-    solver = get_solver(law.solver)
+    solver = get_solver(opts.solver or law.solver)
+    solver.check(law)
     generic = solver.generic
+    if generic and opts.tie_exponents:   # Chinchilla's spelling of beta = alpha, for the generic solver too
+        tie = () if "beta" in dict(opts.fixed) or "beta" in dict(opts.tied) else (("beta", "alpha"),)
+        opts = replace(opts, tied=(*opts.tied, *tie), tie_exponents=False)
     fixed, ties = constraints(law, dict(opts.fixed) if fixed is None else fixed, opts.tied, ranges=generic)
     kind = opts.objective or law.objective
     inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
@@ -321,8 +325,9 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
         if missing:
             raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
         opts = replace(opts, tied=tuple(ties.items()))  # by the law's names, each to a free parameter
-    return solver(law, inputs, y, options=opts, fixed=fixed, ties=ties, objective=kind, delta=delta, n_boot=n_boot,
-                  seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
+    fit = solver(law, inputs, y, options=opts, fixed=fixed, ties=ties, objective=kind, delta=delta, n_boot=n_boot,
+                 seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
+    return fit if solver.name == law.solver else replace(fit, solver=solver.name)   # the result names its solver
 
 
 def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *, options: FitOptions,
