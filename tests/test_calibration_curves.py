@@ -105,11 +105,18 @@ def test_spreads_pooled_over_sizes_cover_a_new_schedule_and_round_trip():
             lo, hi = pooled[size].interval(preds[size])
             inside.append(bool(lo <= news[size].loss[-1] <= hi))
             narrower.append(pooled[size].calibration.half_width < cals[size].calibration.half_width)
-            assert pooled[size].calibration.df == 6 and pooled[size].calibration.n_units == 3
+            c = pooled[size].calibration
+            assert c.df == 6 and c.prior_df is None and c.n_units == 3
     assert np.mean(inside) >= 0.9, np.mean(inside)
     assert np.mean(narrower) >= 0.6, np.mean(narrower)
     back = from_saved(pooled["mid"].saved())
-    assert back.calibration.df == 6 and back.calibration.pooled_over == ("small", "mid", "large")
+    assert back.calibration.df == 6 and back.calibration.half_width == pooled["mid"].calibration.half_width
+    moderated = pool_over(cals, moderate=True)["mid"]     # a moderated pooling saves and loads its prior too
+    again = from_saved(moderated.saved()).calibration
+    m = moderated.calibration   # a prior of infinite df is pooling outright, and is saved as plain pooling
+    assert (again.df, again.half_width) == (m.df, m.half_width)
+    assert again.prior_df == (m.prior_df if np.isfinite(m.prior_df) else None)
+    assert back.calibration.pooled_over == ("small", "mid", "large")
     assert np.allclose(back.interval(np.array([3.1])), pooled["mid"].interval(np.array([3.1])))
     assert "pooled over small,mid,large" in pooled["mid"].summary()
     with pytest.raises(UserError, match="needs each calibration's residuals"):

@@ -26,7 +26,7 @@ import numpy as np
 from scalinglab.curves.fit import CurveFit
 from scalinglab.curves.laws import Curve
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, out_of_unit_residuals
+from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, df_text, out_of_unit_residuals
 from scalinglab.serialization import to_jsonable
 
 TAIL = 0.1   # the held-out points: each curve's logged points in the last tenth of its steps (its final loss at least)
@@ -69,7 +69,7 @@ class CurveCalibration:
         return (f"calibrated {c.level:.0%} interval for a new schedule: {left}, the law refitted on the others, "
                 f"the last {self.tail:.0%} of each held-out curve's steps predicted; log-loss residuals: bias "
                 f"{c.mu:+.4f}, sd between schedules {c.sigma_unit:.4f}, within {c.sigma_point:.4f}{pooled}, "
-                f"t on {c.df} df, "
+                f"t on {df_text(c.df)} df, "
                 f"half-width {c.half_width:.4f} (a factor {np.exp(c.half_width):.4f} either way)")
 
     def to_dict(self) -> dict:
@@ -85,7 +85,10 @@ class CurveCalibration:
 
 
 def _pooling(c: UnitCalibration) -> dict:
-    return {} if c.pooled_df is None else {"pooled_df": c.pooled_df, "pooled_over": list(c.pooled_over)}
+    if c.pooled_df is None:
+        return {}
+    prior = {} if c.prior_df is None else {"prior_df": c.prior_df}
+    return {"pooled_df": c.pooled_df, "pooled_over": list(c.pooled_over), **prior}
 
 
 def from_saved(d: dict) -> CurveCalibration:
@@ -97,9 +100,13 @@ def from_saved(d: dict) -> CurveCalibration:
     kw["n_units"], kw["n_points"] = int(kw["n_units"]), int(kw["n_points"])
     if kw["space"] != "log" or not 0 < kw["level"] < 1:
         raise ValueError("calibration space or level")
-    pooled_df = None if c.get("pooled_df") is None else int(c["pooled_df"])
+    pooled_df = None if c.get("pooled_df") is None else float(c["pooled_df"])
+    if pooled_df is not None and not (np.isfinite(pooled_df) and pooled_df >= 1):
+        raise ValueError("pooled_df")
+    prior = c.get("prior_df")
+    prior = None if prior is None else float(prior)
     cal = UnitCalibration(**kw, failed=tuple(d.get("failed", ())), pooled_df=pooled_df,
-                          pooled_over=tuple(map(str, c.get("pooled_over", ()))))
+                          pooled_over=tuple(map(str, c.get("pooled_over", ()))), prior_df=prior)
     return CurveCalibration(str(d["law"]), cal, None, float(d["tail"]), tuple(d["schedules"]))
 
 
@@ -136,14 +143,16 @@ def calibrate_schedules(curves: list[Curve], fitter: Callable[[list[Curve]], Cur
     return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves), res)
 
 
-def pool_over(cals: Mapping[Any, CurveCalibration]) -> dict[Any, CurveCalibration]:
+def pool_over(cals: Mapping[Any, CurveCalibration], moderate: bool = False) -> dict[Any, CurveCalibration]:
     """The calibrations of one law at several model sizes with the schedule and point spreads pooled over the sizes
     (``UnitCalibration.pooled``): each size keeps its own bias, and three schedules per size give 6 degrees of
-    freedom instead of 2. Assumes the law's misfit between schedules, in log loss, is alike at every size."""
+    freedom instead of 2. Assumes the law's misfit between schedules, in log loss, is alike at every size;
+    ``moderate``: shrink each size's own spread toward the pooled one only as far as they agree
+    (``UnitCalibration.pooled``)."""
     if any(c.residuals is None for c in cals.values()):
         raise UserError("pooling needs each calibration's residuals: calibrate with calibrate_schedules")
     level = {c.calibration.level for c in cals.values()}
     if len(level) != 1:
         raise UserError(f"pooling calibrations of different levels ({', '.join(map(str, sorted(level)))})")
-    pooled = UnitCalibration.pooled({k: c.residuals for k, c in cals.items()}, level.pop())
+    pooled = UnitCalibration.pooled({k: c.residuals for k, c in cals.items()}, level.pop(), moderate=moderate)
     return {k: replace(c, calibration=pooled[k]) for k, c in cals.items()}

@@ -77,8 +77,11 @@ def study(sizes=LUO_SIZES, fits=FITS, n_boot: int = 0, seed: int = 0, level: flo
                 progress(size, name)
     if calibrate and len(out) > 1:   # the same law's schedule spread, pooled over the sizes (6 df, not 2)
         for name in fits:
-            for size, cal in pool_over({size: out[size][name]["calibration"] for size in out}).items():
+            own = {size: out[size][name]["calibration"] for size in out}
+            for size, cal in pool_over(own).items():
                 out[size][name]["calibration_pooled"] = cal
+            for size, cal in pool_over(own, moderate=True).items():   # each size's own spread, shrunk
+                out[size][name]["calibration_moderated"] = cal
     return out
 
 
@@ -143,9 +146,17 @@ def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped"
                 pc = unit_coverage(actual, plo, phi, units)
                 out[name][size].update(
                     pooled_inside=int(pc.units_inside), pooled_df=pooled.calibration.df,
+
                     pooled_half_width=pooled.calibration.half_width,
                     pooled_sigma_schedule=pooled.calibration.sigma_unit,
                     pooled_per_schedule={p.name: bool(lo <= p.final <= hi) for p, lo, hi in zip(preds, plo, phi)})
+            moderated = f.get("calibration_moderated")
+            if moderated is not None:
+                mlo, mhi = moderated.interval(np.array([p.final_pred for p in preds]))
+                m = moderated.calibration
+                out[name][size].update(
+                    moderated_inside=int(unit_coverage(actual, mlo, mhi, units).units_inside), moderated_df=m.df,
+                    moderated_half_width=m.half_width, moderated_prior_df=m.prior_df)
     return out
 
 
