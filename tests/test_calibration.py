@@ -190,8 +190,8 @@ def test_with_two_units_a_stratum_alone_is_uselessly_wide_and_pooling_is_not():
 def test_pooling_strata_whose_spreads_differ_undercovers_the_widest_and_moderating_recovers_most():
     # The pooled interval assumes one spread: where the strata's differ (0.01, 0.05, 0.15) it falls well below
     # nominal on the widest (about 0.76 here) while each stratum's own stays near nominal on it. Moderated, the
-    # spreads are shrunk toward the common one only as far as their disagreement allows: about 0.88 on the widest
-    # with three units per stratum, about 0.94 with six, still narrower than the own intervals.
+    # spreads are shrunk toward the common one only as far as their disagreement allows: about 0.87 on the widest
+    # with three units per stratum, about 0.93 with six, still narrower than the own intervals.
     cov, width = _pooled_coverage((0.01, 0.05, 0.15), k=3)
     assert cov["pooled"][2] < 0.8 and cov["own"][2] > 0.93, cov
     assert cov["moderated"][2] > 0.85 and cov["moderated"][2] > cov["pooled"][2] + 0.08, cov
