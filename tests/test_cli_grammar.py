@@ -157,3 +157,24 @@ def test_the_shared_flags_are_declared_only_in_the_grammar():
 def test_the_grammar_check_catches_a_hand_declared_flag():
     src = 'def register(sub):\n    p = sub.add_parser("x")\n    p.add_argument("--seed", type=int, default=1)\n'
     assert _declared_outside_flags(src, "x.py") == ["x.py:3 --seed"]
+
+
+def test_the_column_flags_of_one_role_come_from_the_grammar():
+    # --n-col (parameters N) and --loss-col (the loss) mean one role in every command that reads runs, so they are
+    # declared through flags.add_columns; chain's --loss-col (a target's actual losses) names another thing.
+    import ast
+    from pathlib import Path
+
+    by_hand = []
+    for path in sorted(Path(cli.__file__).parent.glob("*.py")):
+        if path.name in ("flags.py", "chain.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                by_hand += [f"{path.name}:{node.lineno} {a.value}" for a in node.args
+                            if isinstance(a, ast.Constant) and a.value in ("--n-col", "--loss-col")]
+    assert by_hand == []
+    subs = _subparsers(cli.build_parser())
+    for name in ("fit", "isoflop", "envelope", "scoreboard", "compare"):
+        helps = {a.option_strings[0]: a.help for a in subs[name]._actions if a.option_strings}
+        assert helps["--n-col"].startswith("parameters N") and helps["--loss-col"].startswith("the loss"), name

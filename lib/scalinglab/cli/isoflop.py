@@ -43,11 +43,10 @@ def register(sub) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("csv", nargs="?", help="a CSV file with one row per run")
     flags.add_dataset(src)
-    p.add_argument("--n-col", metavar="COL", help="parameters N")
+    flags.add_columns(p, "n", "loss")
     p.add_argument("--budget-col", metavar="COL",
                    help="the nominal compute budget C each run belongs to (runs of one budget share a value; "
                         "default C, or the dataset's 'c' role)")
-    p.add_argument("--loss-col", metavar="COL", help="final loss")
     p.add_argument("--method", default="parabola", choices=METHODS,
                    help="parabola in log N (Hoffmann; default) or Akima spline (Porian et al.)")
     flags.add_bootstrap(p, 1000, "noise-bootstrap draws per budget for the intervals and the fit's weights "
