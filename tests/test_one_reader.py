@@ -74,13 +74,14 @@ def test_one_step_from_table_to_fit():
     t = pd.DataFrame({"N": n, "D": d, "loss": (1.7 + 400 / n**0.3 + 400 / d**0.3) * np.exp(0.01 * rng.standard_normal(25))})
     t.loc[7, "loss"] = 9.0    # an outlier the drop removes
     cols = Columns(n="N", d="D", loss="loss")
-    done = fit_rows(F.CHINCHILLA, t, np.arange(20), cols, drop_highest=1)
+    fitted = fit_rows(F.CHINCHILLA, t, np.arange(20), cols, drop_highest=1)
+    done = fitted.data
     assert 7 not in done.rows and len(done.rows) == 19 and np.array_equal(done.y, t.loss.to_numpy()[done.rows])
     via_table = fit_table(F.CHINCHILLA, t, cols, np.arange(25) < 20, drop_highest=1)
     via_holdout = H.holdout(t, np.arange(25) >= 20, drop_highest=1)
     via_front = sl.fit(t.iloc[:20].reset_index(drop=True), drop_highest=1)
     for other in (via_table, via_holdout.fit, via_front):
-        assert other.params == pytest.approx(done.fit.params, rel=1e-12)
+        assert other.params == pytest.approx(fitted.params, rel=1e-12)
     assert np.array_equal(via_holdout.train_rows, done.rows)
     with pytest.raises(UserError, match="no rows to fit"):
         fit_rows(F.CHINCHILLA, t, np.array([], int), cols)

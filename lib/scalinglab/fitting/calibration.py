@@ -289,14 +289,15 @@ class UnitCalibration:
         if not 0 < level < 1:
             raise UserError(f"calibration level {level!r} must lie strictly between 0 and 1")
         keys = list(sets)
-        mus, s_u2, s_e2, df = pooled_components([sets[k] for k in keys])
+        units = [sets[k].per_unit() for k in keys]   # each stratum's units, read once
+        strata = [list(u.values()) for u in units]
+        mus, s_u2, s_e2, df = _anova(strata)          # pooled_components, on what is read
         s_u = float(np.sqrt(s_u2)) if np.isfinite(s_u2) else float("nan")
-        strata = [list(sets[k].per_unit().values()) for k in keys]
         mod = moderated_spreads(strata) if moderate and df >= 1 else None
         out = {}
         for i, (key, mu) in enumerate(zip(keys, mus)):
             res = sets[key]
-            means = {lab: float(v.mean()) for lab, v in res.per_unit().items()}
+            means = {lab: float(v.mean()) for lab, v in units[i].items()}
             su, dfi, prior = s_u, df, (float("inf") if moderate else None)
             if mod is not None:   # this stratum's variance of unit means, moderated, less the points' share
                 var, dfs, prior = mod

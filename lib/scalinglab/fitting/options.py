@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -182,8 +182,6 @@ class FitOptions:
     def with_resampling(self, n: int | None = None, **changes) -> FitOptions:
         """These options with the resampling's count ``n`` and any of ``by``, ``seed`` and ``level`` changed:
         ``fit_law(law, x, y, FitOptions().with_resampling(200, seed=1))``; a count of 0 drops the groups too."""
-        from dataclasses import replace
-
         if n is not None:
             changes["n"] = n
         if not changes.get("n", self.resampling.n):

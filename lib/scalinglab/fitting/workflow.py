@@ -130,11 +130,11 @@ def fit_runs(runs, request: FitRequest) -> FitReport:
 
     law, cols, opts = request.law, request.columns, request.options
     by = opts.resampling.by
-    done = fit_rows(law, runs.table, runs.rows, cols, opts, fixed=request.fixed or None, groups=by,
+    fit = fit_rows(law, runs.table, runs.rows, cols, opts, fixed=request.fixed or None, groups=by,
                     drop_highest=request.drop_highest, progress=request.progress,
                     check_inputs=lambda inputs: _check_compute_column(cols, inputs),
                     check_labels=lambda labels: _check_groups(labels, by))
-    fit, inputs, y, rows, labels = done.fit, done.inputs, done.y, done.rows, done.labels
+    inputs, y, rows, labels = fit.data.inputs, fit.data.y, fit.data.rows, fit.data.groups
     report = FitReport(fit, runs, request, inputs=inputs, y=y, fitted_rows=rows,
                        n_groups=None if labels is None else len(np.unique(labels)))
     calibration = None

@@ -146,7 +146,6 @@ def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped"
                 pc = unit_coverage(actual, plo, phi, units)
                 out[name][size].update(
                     pooled_inside=int(pc.units_inside), pooled_df=pooled.calibration.df,
-
                     pooled_half_width=pooled.calibration.half_width,
                     pooled_sigma_schedule=pooled.calibration.sigma_unit,
                     pooled_per_schedule={p.name: bool(lo <= p.final <= hi) for p, lo, hi in zip(preds, plo, phi)})

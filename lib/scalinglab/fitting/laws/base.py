@@ -18,6 +18,7 @@ for the squares objective (Gaussian residuals in the fit's residual space).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import warnings
 from collections.abc import Mapping
@@ -171,8 +172,16 @@ class _Problem:
         for p, v in zip(self.free, z):
             out[p.name] = float(np.exp(v) if p.log else v)
         for name in self.order:  # a plain tie holds bit for bit: the same float
-            out[name] = float(self.exprs[name](out))
+            e = self.exprs[name]
+            out[name] = out[e.identity] if e.identity is not None else float(e(out))
         return {k: out[k] for k in self.law.names}
+
+    def at_rows(self, idx) -> _Problem:
+        """The same problem (coordinates, box, parsed ties) on the rows ``idx``: a bootstrap replicate's."""
+        sub = copy.copy(self)
+        sub.inputs = {k: v[idx] for k, v in self.inputs.items()}
+        sub.y, sub.ty = self.y[idx], self.ty[idx]
+        return sub
 
     def outside(self, params: Mapping[str, float]) -> tuple[str, ...]:
         """The parameters given by a formula whose value is outside (or on) their law's range."""
@@ -365,8 +374,7 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     n = fit.n_rows
     samples, ok = [], []
     for idx in progress_bar(resample_indices(n, n_boot, seed, groups), f"bootstrap {fit.law.name}", progress):
-        sub = _Problem(prob.law, prob.fixed, {k: v[idx] for k, v in prob.inputs.items()}, prob.y[idx], prob.space,
-                       prob.ties)
+        sub = prob.at_rows(idx)
         z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
         good = z is not None and success and not _at_bound(sub, z) and not sub.outside(sub.params(z))
         ok.append(good)

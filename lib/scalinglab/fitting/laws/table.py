@@ -9,7 +9,7 @@ with bootstrap intervals and the log errors that ``compare`` scores (RMSLE): ``p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,25 +24,15 @@ from scalinglab.fitting.results import FitData, LawFit
 from scalinglab.fitting.rows import group_labels, keep_below_highest
 
 
-@dataclass(frozen=True)
-class FittedRows:
-    """A fit and the data it was fitted to: ``inputs`` (role -> values) and ``y`` at the table's ``rows`` (after
-    any highest targets were dropped), and ``labels``, each row's resampling group (None: rows resampled)."""
-
-    fit: LawFit
-    inputs: dict[str, np.ndarray] = field(repr=False)
-    y: np.ndarray = field(repr=False)
-    rows: np.ndarray = field(repr=False)
-    labels: np.ndarray | None = field(default=None, repr=False)
-
-
 def fit_rows(law: Law, table, rows, cols: Columns, options: FitOptions | None = None, *, fixed=None,
              groups=None, unit: str | None = None, drop_highest: int = 0, progress: bool = False,
              check_inputs: Callable[[dict], None] | None = None,
-             check_labels: Callable[[np.ndarray], None] | None = None) -> FittedRows:
+             check_labels: Callable[[np.ndarray], None] | None = None) -> LawFit:
     """The one step from a table to a fit: read ``law``'s columns at ``rows`` (indices) through the one reader,
     drop the K highest targets, label each row's resampling group (``groups``: a column or one label per table
-    row, else ``options.resampling.by``; ``unit`` names them), and fit (``fit_law``, as ``options`` say).
+    row, else ``options.resampling.by``; ``unit`` names them), and fit (``fit_law``, as ``options`` say). The fit
+    keeps what it was fitted to (``LawFit.data``: inputs and target at the table's rows, after any highest targets
+    were dropped, and each row's resampling group).
     ``check_inputs`` and ``check_labels`` see what was read before the fit (the CLI's checks of a compute column
     and of the groups)."""
     if groups is None and options is not None:
@@ -62,8 +52,7 @@ def fit_rows(law: Law, table, rows, cols: Columns, options: FitOptions | None = 
     unit = unit or (groups if isinstance(groups, str) else None)
     fit = fit_law(law, inputs, y, options, fixed=fixed, groups=labels, unit=unit, progress=progress,
                   names=cols.names(law))
-    fit = replace(fit, data=FitData(inputs, y, picked, labels))   # the result keeps the runs it saw
-    return FittedRows(fit, inputs, y, picked, labels)
+    return replace(fit, data=FitData(inputs, y, picked, labels))   # the result keeps the runs it saw
 
 
 def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | None = None, *, fixed=None,
@@ -72,7 +61,7 @@ def fit_table(law: Law, table, cols: Columns, rows=None, options: FitOptions | N
     (``fit_rows``); ``groups`` (else ``options.resampling.by``): a column whose values the bootstrap resamples
     whole; ``drop_highest``: leave out the K highest targets first."""
     return fit_rows(law, table, np.flatnonzero(rows_mask(table, rows)), cols, options, fixed=fixed, groups=groups,
-                    drop_highest=drop_highest, progress=progress).fit
+                    drop_highest=drop_highest, progress=progress)
 
 
 def predict_rows(fit: LawFit, table, rows, cols: Columns, level: float | None = None,

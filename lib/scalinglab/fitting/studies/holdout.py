@@ -114,11 +114,11 @@ def holdout(table, held_out, n_col: str = "N", d_col: str | None = "D", loss_col
 
     cols = Columns(n=n_col, d=None if c_col else d_col, loss=loss_col, c=c_col)
     opts = (options or FitOptions()).with_resampling(n_boot, seed=seed, level=level)
-    done = fit_rows(F.CHINCHILLA, table, train_rows, cols, opts, groups=groups,
+    res = fit_rows(F.CHINCHILLA, table, train_rows, cols, opts, groups=groups,
                     unit=groups if isinstance(groups, str) else "groups", drop_highest=drop_highest,
                     progress=progress)
-    res, train_rows, labels = done.fit, done.rows, done.labels
-    N, D, L = done.inputs["n"], done.inputs["d"], done.y
+    train_rows, labels = res.data.rows, res.data.groups
+    N, D, L = res.data.inputs["n"], res.data.inputs["d"], res.data.y
     tN, tD, tL, _ = runs_at(table, test_rows, n_col, d_col, loss_col, c_col=c_col)
     unit = {} if labels is None else dict(groups=groups if isinstance(groups, str) else "given labels",
                                           n_groups=len(np.unique(labels)))
