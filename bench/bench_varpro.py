@@ -2,8 +2,8 @@
 
 1. Epoch's 240 rows (Besiroglu et al.'s protocol: the 5 highest losses dropped): the default fit (Hoffmann's
    4,500 starts scored, the best 50 refined by the batched Newton solver, 3 finalists polished) against
-   ``FitOptions(start="varpro")`` (one start from variable projection, the same Newton polish). Prints both
-   optima, their difference and the time ratio.
+   ``FitOptions(settings=NewtonSettings(start="varpro"))`` (one start from variable projection, the same Newton
+   polish). Prints both optima, their difference and the time ratio.
 2. The bare least-squares fit by variable projection (``fitting.varpro.fit_varpro``) on noise-free rows of a
    known law: how far from the truth, and how long, against the grid solver on the same rows.
 
@@ -32,7 +32,7 @@ def main() -> int:
         return 2
     N, D, L, _ = F.runs_from_table(table, "Model Size", c_col="Training FLOP", drop_highest=5)
     t_grid, grid = best_of(lambda: F.fit_arrays(N, D, L), repeat=5)
-    t_vp, vp = best_of(lambda: F.fit_arrays(N, D, L, F.FitOptions(start="varpro")), repeat=5)
+    t_vp, vp = best_of(lambda: F.fit_arrays(N, D, L, F.FitOptions(settings=F.NewtonSettings(start="varpro"))), repeat=5)
     print(f"Epoch's {len(L)} rows, Huber objective (delta 1e-3), best of 5 runs each")
     print(f"  {'':8}" + "".join(f"{p:>12}" for p in PARAMS) + f"{'objective':>14}{'status':>11}{'seconds':>9}")
     for name, r, t in (("grid", grid, t_grid), ("varpro", vp, t_vp)):

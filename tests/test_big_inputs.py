@@ -20,7 +20,7 @@ from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.chinchilla_law import ScalingLaw
 from scalinglab.fitting.frontier import envelope, isoflop
 from scalinglab.fitting.frontier.wls import t_quantile, wls_line
-from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions
+from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions, NewtonSettings
 from scalinglab.fitting.solver import batched_solve, objective, row_blocks
 
 TRUE = ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -60,8 +60,8 @@ def test_blocked_objective_and_solver_agree_with_one_block():
 
 def test_screening_on_a_subsample_finds_the_full_data_optimum():
     N, D, L = runs(800, seed=1)
-    full = F.fit_arrays(N, D, L, FitOptions(screen_rows=10_000))  # every row screened, as before
-    screened = F.fit_arrays(N, D, L, FitOptions(screen_rows=150, block=4096))
+    full = F.fit_arrays(N, D, L, FitOptions(settings=NewtonSettings(screen_rows=10_000)))  # every row screened, as before
+    screened = F.fit_arrays(N, D, L, FitOptions(settings=NewtonSettings(screen_rows=150, block=4096)))
     assert full.status == screened.status == "converged"
     # The final solve sees every row in both, so they stop at the same optimum (to the solver's tolerance).
     np.testing.assert_allclose(screened.theta, full.theta, atol=1e-7)
@@ -84,7 +84,7 @@ def test_a_fit_on_many_rows_allocates_a_bounded_amount():
     N, D, L = runs(3000, seed=2)
     tracemalloc.start()
     try:
-        res = F.fit_arrays(N, D, L, FitOptions(block=1 << 16))
+        res = F.fit_arrays(N, D, L, FitOptions(settings=NewtonSettings(block=1 << 16)))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -97,7 +97,7 @@ def test_bootstrap_in_small_chunks_draws_the_same_resamples():
     res = F.fit_arrays(N, D, L)
     whole = F.bootstrap(res, N, D, L, n_boot=20, seed=5)
     # chunk 7 and a block that forces 2-row slices: the same counts, drawn 7 resamples at a time
-    small = F.bootstrap(replace(res, options=FitOptions(block=16)), N, D, L, n_boot=20,
+    small = F.bootstrap(replace(res, options=FitOptions(settings=NewtonSettings(block=16))), N, D, L, n_boot=20,
                         seed=5, chunk=7)
     assert np.array_equal(whole.converged, small.converged)
     # Blocks reorder the sums' rounding, and a replicate's solve stops within its tolerance along the flat

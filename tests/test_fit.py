@@ -128,7 +128,7 @@ def test_unidentifiable_or_bad_data_is_refused(case, message):
 def test_parameter_on_its_bound_is_flagged():
     N, D, L = isoflop_runs(law=F.ScalingLaw(E=0.05, A=480.0, B=2100.0, alpha=0.35, beta=0.37))
     # A box that keeps E ≥ e^-1 ≈ 0.37 while the data want 0.05: the fit ends on the bound and says so.
-    opts = F.FitOptions(lower=(-1.0, -20.0, -20.0, 0.0, 0.0))
+    opts = F.FitOptions(settings=F.NewtonSettings(lower=(-1.0, -20.0, -20.0, 0.0, 0.0)))
     res = F.fit_arrays(N, D, L, opts)
     assert res.status == "at_bound" and res.at_bound == ("E",)
     assert res.E == pytest.approx(np.exp(-1.0))
@@ -138,7 +138,7 @@ def test_parameter_on_its_bound_is_flagged():
 def test_bootstrap_of_a_fit_on_its_bound_reports_nan_not_a_crash():
     N, D, L = isoflop_runs(law=F.ScalingLaw(E=0.05, A=480.0, B=2100.0, alpha=0.35, beta=0.37))
     # Warm-started on the bound E = e^-1, every replicate ends there too and is excluded.
-    res = F.fit_arrays(N, D, L, F.FitOptions(lower=(-1.0, -20.0, -20.0, 0.0, 0.0)), n_boot=20)
+    res = F.fit_arrays(N, D, L, F.FitOptions(settings=F.NewtonSettings(lower=(-1.0, -20.0, -20.0, 0.0, 0.0))), n_boot=20)
     bs = res.bootstrap
     assert bs.n_failed == 20 and bs.samples.shape == (0, 5)
     d = res.to_dict()["bootstrap"]
@@ -433,7 +433,7 @@ def test_fixed_values_are_exact_and_never_on_the_search_box():
     N, D, L = isoflop_runs(law=law)
     # The box keeps E >= e^-1 ≈ 0.37 (see test_parameter_on_its_bound_is_flagged), but a fixed E is
     # given, not searched for: 0.05 is allowed, used as is, and not reported as "at a bound".
-    opts = F.FitOptions(lower=(-1.0, -20.0, -20.0, 0.0, 0.0), fixed={"E": 0.05, "A": 406.4})
+    opts = F.FitOptions(settings=F.NewtonSettings(lower=(-1.0, -20.0, -20.0, 0.0, 0.0)), fixed={"E": 0.05, "A": 406.4})
     res = F.fit_arrays(N, D, L, opts, n_boot=20)
     assert res.status == "converged" and res.at_bound == ()
     # exp(log(0.05)) and exp(log(406.4)) are each one ulp off; the result holds the values given.

@@ -265,4 +265,4 @@ def test_a_fit_file_naming_the_start_solver_loads_as_the_varpro_start(runs_csv, 
     with zipfile.ZipFile(old, "w") as zf:
         zf.writestr(saved.MEMBER, json.dumps(obj, allow_nan=True))
     a, b = saved.load(out), saved.load(old)
-    assert b.result.options.start == "varpro" and b.result.params == a.result.params
+    assert b.result.options.settings_for(F.NewtonSettings).start == "varpro" and b.result.params == a.result.params

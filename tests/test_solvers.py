@@ -137,3 +137,54 @@ def test_solvers_are_told_apart_by_what_they_are_and_results_name_them():
     for k in newton.params:   # two solvers of one objective reach one optimum
         assert generic.params[k] == pytest.approx(newton.params[k], rel=1e-3), k
     assert laws.fit_law(laws.get("kaplan"), {"n": N, "d": D}, L).to_dict()["solver"] == "least-squares"
+
+
+def test_the_newton_solver_s_settings_are_its_own_and_only_it_takes_them():
+    """``FitOptions`` is law-agnostic: Chinchilla's Newton settings live in ``NewtonSettings``, its defaults are
+    the fit without them, a changed setting changes that solver's fit, and another solver refuses them."""
+    from scalinglab.fitting.laws.base import fit_law
+    from scalinglab.fitting.options import NewtonSettings
+
+    N, D, L = _runs()
+    x = {"n": N, "d": D}
+    plain = fit_law(CHINCHILLA, x, L, FitOptions())
+    same = fit_law(CHINCHILLA, x, L, FitOptions(settings=NewtonSettings()))
+    assert same.params == plain.params and same.n_starts == plain.n_starts == 4500
+    one = fit_law(CHINCHILLA, x, L, FitOptions(settings=NewtonSettings(start="varpro")))
+    assert one.n_starts == 1 and one.to_dict()["start"] == "varpro"
+    assert one.params == pytest.approx(plain.params, rel=1e-5)
+    narrow = fit_law(CHINCHILLA, x, L, FitOptions(settings=NewtonSettings(upper=(5.0, 60.0, 60.0, 0.3, 5.0))))
+    assert narrow.status == "at_bound" and narrow.at_bound == ("alpha",)
+    with pytest.raises(UserError, match="not solver least-squares's; it has no settings"):
+        fit_law(CHINCHILLA, x, L, FitOptions(solver="least-squares", settings=NewtonSettings()))
+    with pytest.raises(UserError, match="start must be one of grid, varpro"):
+        NewtonSettings(start="lbfgs")
+    with pytest.raises(UserError, match="settings must be a solver's settings"):
+        FitOptions(settings={"start": "varpro"})
+
+
+def test_fit_picks_the_solver_on_the_command_line(tmp_path, capsys):
+    """`fit --solver least-squares` is `sl.fit(solver="least-squares")`, named in its output; a solver that
+    cannot fit the law, and Newton-only flags beside the generic solver, are refused in one line."""
+    import json
+
+    import scalinglab as sl
+    from scalinglab.cli import main
+
+    N, D, L = _runs(3)
+    path = tmp_path / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(v)!r}\n" for n, d, v in zip(N, D, L)))
+    assert main(["fit", str(path), "--solver", "least-squares", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    front = sl.fit(str(path), solver="least-squares")
+    assert out["solver"] == "least-squares" and out["params"] == pytest.approx(front.params, rel=1e-12)
+    newton = sl.fit(str(path))
+    assert front.params == pytest.approx(newton.params, rel=1e-3)   # two estimators of one optimum
+    assert main(["fit", str(path), "--solver", "least-squares"]) == 0
+    assert "solver least-squares" in capsys.readouterr().out
+    for argv, message in ((["--law", "kaplan", "--solver", "chinchilla-newton"], "fits chinchilla, not law kaplan"),
+                          (["--solver", "least-squares", "--start", "varpro"], "--start with --solver least-squares"),
+                          (["--solver", "least-squares", "--save", str(tmp_path / "f.slfit")], "--save with")):
+        assert main(["fit", str(path), *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err and "Traceback" not in err

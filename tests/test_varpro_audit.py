@@ -67,15 +67,15 @@ def test_varpro_solver_finds_the_grid_optimum():
     N, D, L = runs(HOFFMANN, 60)
     L = L * np.exp(0.01 * np.random.default_rng(2).standard_normal(len(L)))
     grid = F.fit_arrays(N, D, L)
-    vp = F.fit_arrays(N, D, L, F.FitOptions(start="varpro"))
+    vp = F.fit_arrays(N, D, L, F.FitOptions(settings=F.NewtonSettings(start="varpro")))
     assert vp.status == grid.status == "converged"
     # Same Huber objective, same basin: the polished optima agree to the solver's tolerance.
     for p in PARAMS:
         assert getattr(vp, p) == pytest.approx(getattr(grid, p), rel=1e-6), p
     with pytest.raises(UserError, match="grid start"):
-        F.FitOptions(start="varpro", fixed={"E": 1.7})
+        F.FitOptions(settings=F.NewtonSettings(start="varpro"), fixed={"E": 1.7})
     with pytest.raises(UserError, match="start must be"):
-        F.FitOptions(start="lbfgs")
+        F.NewtonSettings(start="lbfgs")
 
 
 def test_parabola_bias_sign_off_centre():
@@ -189,7 +189,7 @@ def test_every_estimator_sees_every_replicate_and_approach3_starts_from_its_grid
     real = approach3.fit_arrays
 
     def spy(N, D, L, options=None, **kw):
-        solvers.append(options.start)
+        solvers.append(options.settings_for(approach3.NewtonSettings).start)
         return real(N, D, L, options, **kw)
 
     monkeypatch.setattr(approach3, "fit_arrays", spy)

@@ -19,7 +19,8 @@ import importlib
 
 from scalinglab.version import __version__
 
-__all__ = ["FitOptions", "LawFit", "Resampling", "Runs", "__version__", "data", "fit", "laws", "load_runs"]
+__all__ = ["FitOptions", "LawFit", "NewtonSettings", "Resampling", "Runs", "__version__", "data", "fit", "laws",
+           "load_runs"]
 
 _LAZY = {"laws": "scalinglab.fitting.laws", "data": "scalinglab.data"}
 
@@ -128,7 +129,7 @@ def __getattr__(name: str):
         from scalinglab.fitting.results import LawFit
 
         return LawFit
-    if name in ("FitOptions", "Resampling"):
+    if name in ("FitOptions", "NewtonSettings", "Resampling"):
         from scalinglab.fitting import options
 
         return getattr(options, name)

@@ -62,6 +62,11 @@ def _add_fit_flags(p) -> None:
                         "+ - * / ** exp log sqrt), for any law (e.g. --tie Rstar_N=Rstar_D with --law "
                         "data_constrained, --tie 'alpha_D=2*alpha_N' with --law kaplan); repeat for several. With "
                         "Chinchilla's law only beta=alpha, which is --tie-exponents")
+    p.add_argument("--solver", choices=law_solvers(), metavar="NAME",
+                   help="the estimator, one of "
+                        f"{', '.join(law_solvers())}; default the law's own (chinchilla-newton for Chinchilla's "
+                        "law, least-squares for the others). least-squares fits Chinchilla's form by scipy's "
+                        "least squares from a grid in the free parameters, taking any --tie formula")
     p.add_argument("--start", choices=("grid", "varpro"), default="grid",
                    help="where Chinchilla's Newton solver (chinchilla-newton) starts: grid (Hoffmann's 4,500 "
                         "starts; default) or varpro (one start, the optimum of the least-squares solver varpro: "
@@ -71,6 +76,21 @@ def _add_fit_flags(p) -> None:
                         "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
     flags.add_save(p, "also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
                         "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
+
+
+def law_solvers() -> tuple[str, ...]:
+    """The solvers a law's fit can name (``fitting.solvers``' entries that return a ``LawFit``)."""
+    from scalinglab.fitting.solvers import SOLVERS
+
+    return tuple(s.name for s in SOLVERS.values() if s.result == "LawFit")
+
+
+def _newton(args):
+    """Chinchilla's Newton solver's settings from --start (None: its defaults)."""
+    from scalinglab.fitting.options import NewtonSettings
+
+    start = getattr(args, "start", "grid")
+    return None if start == "grid" else NewtonSettings(start=start)
 
 
 def _chinchilla_options(args):
@@ -99,9 +119,10 @@ def _chinchilla_options(args):
 
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
     try:
-        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, start=getattr(args, "start", "grid"),
-                             delta=delta, tied=tied)
-        parametrisation(options)  # Chinchilla's solver ties beta to alpha only: say so before reading the runs
+        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, settings=_newton(args),
+                             delta=delta, tied=tied, solver=getattr(args, "solver", None))
+        if options.solver in (None, "chinchilla-newton"):
+            parametrisation(options)  # its Newton solver ties beta to alpha only: say so before reading the runs
         return options, dict(options.fixed)
     except UserError as exc:  # a combination: twice the same name, a tie against two values, nothing free
         flags = " ".join([f"--fix {t}" for t in args.fix or []] + [f"--tie {t}" for t in args.tie or []]
@@ -120,7 +141,7 @@ def _law_options(args, law):
     fixed = parse_fix(args.fix, law)
     tied = parse_tie(args.tie, law)
     try:
-        options = FitOptions(delta=check_delta(args.delta), tied=tied)
+        options = FitOptions(delta=check_delta(args.delta), tied=tied, solver=args.solver)
         check_ties(law, options.tied, fixed)   # a parameter fixed and tied, a circle
     except UserError as exc:
         given = " ".join([f"--fix {t}" for t in args.fix or []] + [f"--tie {t}" for t in args.tie or []])
@@ -141,6 +162,8 @@ def _request(args, law):
     chinchilla = law.name == "chinchilla"
     if not chinchilla:
         refuse_fit_flags(args, law)
+    if args.solver:
+        _check_solver(args, law)
     check_resampling(args)
     check_level(args.level)
     if args.bootstrap_by and not args.bootstrap:
@@ -161,6 +184,26 @@ def _request(args, law):
     options = replace(options, resampling=Resampling(args.bootstrap, args.bootstrap_by, args.seed, args.level))
     return FitRequest(law, None, options, fixed, args.drop_highest, tuple(args.compute or ()),
                       progress=args.bootstrap > 0 and sys.stderr.isatty(), calibrate=bool(args.save))
+
+
+def _check_solver(args, law) -> None:
+    """--solver against the law and the flags only Chinchilla's Newton solver takes, before the runs are read."""
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.solvers import get
+
+    solver = get(args.solver)
+    try:
+        solver.check(law)
+    except UserError as exc:
+        raise UserError(f"--solver {args.solver}: {said(exc)}; law {law.name}'s own is {law.solver}") from None
+    if solver.generic:
+        for flag, given in (("--start", args.start != "grid"), ("--save", bool(args.save))):
+            if given:
+                what = ("where the Newton solver starts" if flag == "--start" else
+                        "a saved fit, which is checked against the Newton solver's optimum when reloaded")
+                raise UserError(f"{flag} with --solver {args.solver}: {flag} is {what}; the {args.solver} "
+                                "solver starts from a grid of the law's own starts (drop --solver to use the "
+                                "law's own)")
 
 
 def _run(args) -> int:

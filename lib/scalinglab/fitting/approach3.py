@@ -37,6 +37,7 @@ from scalinglab.fitting.conditions import _n_rows
 from scalinglab.fitting.form import Law, Param
 from scalinglab.fitting.options import (
     FitOptions,
+    NewtonSettings,
     Parametrisation,
     check_resample_count,
     exact_fixed,
@@ -47,6 +48,11 @@ from scalinglab.fitting.options import (
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
 from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, unit_counts
 from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
+
+
+def newton_settings(options: FitOptions) -> NewtonSettings:
+    """The Newton solver's settings ``options`` give (``FitOptions.settings``), or its defaults."""
+    return options.settings_for(NewtonSettings)
 
 # --- the law -----------------------------------------------------------------------------------------------
 
@@ -81,7 +87,8 @@ def newton(law, inputs, y, *, options: FitOptions | None = None, fixed=None, tie
 def _law_box(law, options: FitOptions) -> FitOptions:
     """``options`` with the box cut to the ranges ``law.set`` narrowed (θ holds log E, log A, log B), or a
     UserError for a start value, which Hoffmann's grid has no place for."""
-    lower, upper = list(options.lower), list(options.upper)
+    box = newton_settings(options)
+    lower, upper = list(box.lower), list(box.upper)
     for i, (p, q) in enumerate(zip(law.params, CHINCHILLA.params)):
         if p.vary and p.expr is None and p.starts != q.starts:
             raise UserError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
@@ -92,23 +99,23 @@ def _law_box(law, options: FitOptions) -> FitOptions:
             lower[i], upper[i] = max(lower[i], lo), min(upper[i], hi)
             if lower[i] >= upper[i]:
                 raise UserError(f"{p.name} in [{p.lower:g}, {p.upper:g}]: outside the solver's box")
-    if (tuple(lower), tuple(upper)) == (options.lower, options.upper):
+    if (tuple(lower), tuple(upper)) == (box.lower, box.upper):
         return options
-    return replace(options, lower=tuple(lower), upper=tuple(upper))
+    return replace(options, settings=replace(box, lower=tuple(lower), upper=tuple(upper)))
 
 
 def refit(theta0, inputs, y, weights, options: FitOptions, *, max_iter: int | None = None, log_y=None):
     """The solver's batched re-solve (``Solver.refit``): every row of ``weights`` ((K, runs) resample counts) from
     its row of ``theta0`` ((K, 5)) under ``options``' objective, box and constraints, for ``max_iter`` iterations
-    (default ``options.batch_iters``): (theta (K, 5), converged (K,)). ``log_y``: the target's logs instead of
+    (default the settings' ``batch_iters``): (theta (K, 5), converged (K,)). ``log_y``: the target's logs instead of
     ``y``, where the caller made them (a simulation that adds its noise in log loss)."""
     logN, logD = (np.log(np.asarray(x, float).ravel()) for x in (inputs["n"], inputs["d"]))
     logL = np.log(np.asarray(y, float).ravel()) if log_y is None else np.asarray(log_y, float)
+    s = newton_settings(options)
     th, _, ok = batched_solve(np.asarray(theta0, float), logN, logD, logL, weights=weights, delta=options.delta,
-                              lower=np.asarray(options.lower), upper=np.asarray(options.upper),
-                              max_iter=options.batch_iters if max_iter is None else max_iter,
-                              tol=options.batch_tol, gtol=options.gtol, param=parametrisation(options),
-                              block=options.block)
+                              lower=np.asarray(s.lower), upper=np.asarray(s.upper),
+                              max_iter=s.batch_iters if max_iter is None else max_iter,
+                              tol=s.batch_tol, gtol=s.gtol, param=parametrisation(options), block=s.block)
     return th, ok
 
 
@@ -215,7 +222,8 @@ def bound_flags(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: which coordinates sit on the box (within 1e-6 of its width); a fixed one never
     does (it was given, not found), a tied beta does when its alpha does."""
     P = parametrisation(opts)
-    lo, hi = P.box(np.asarray(opts.lower), np.asarray(opts.upper))
+    s = newton_settings(opts)
+    lo, hi = P.box(np.asarray(s.lower), np.asarray(s.upper))
     x = P.phi(theta)
     flags = np.minimum(x - lo, hi - x) < 1e-6 * (hi - lo)
     return flags if P.identity else P.spread(flags, [(i, False) for i, _ in P.fixed])
@@ -244,7 +252,8 @@ def natural_floor_shares(result: LawFit) -> dict[str, float]:
 def _on_natural_floor(theta: np.ndarray, opts: FitOptions) -> np.ndarray:
     """(…, 5) bool: coordinates on their lower bound (the bound flags' tolerance) where that bound is
     the natural floor; a floor a caller raised above the natural one is not natural."""
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    s = newton_settings(opts)
+    lo, hi = np.asarray(s.lower), np.asarray(s.upper)
     return (np.abs(theta - lo) < 1e-6 * (hi - lo)) & (lo <= np.asarray(NATURAL_FLOOR))
 
 
@@ -261,10 +270,10 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     Every start is scored at once; the ``n_refine`` best are optimised together
     by ``batched_solve`` for ``grid_iters`` iterations; the ``n_polish`` best
     distinct solutions are then solved to convergence and the lowest wins.
-    With more than ``options.screen_rows`` rows, scoring, refining and polishing the
+    With more than the settings' ``screen_rows`` rows, scoring, refining and polishing the
     finalists use a seeded subsample of that many (``screening_rows``), and only the
     best finalist's final solve sees every row; sums over rows go in blocks of
-    ``options.block`` elements, so memory stays bounded (about 0.1 GB beyond the
+    ``block`` elements, so memory stays bounded (about 0.1 GB beyond the
     data) whatever the row count.
     numpy only: scipy stays off this path so that the CLI starts fast.
 
@@ -275,10 +284,10 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     check_resample_count(n_boot)  # before the fit, which can take a while on many rows
     logN, logD, logL = check_identifiable(N, D, L, names, opts)
     P = parametrisation(opts)
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
-    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=opts.batch_tol, gtol=opts.gtol, param=P,
-                 block=opts.block)
-    if opts.start == "varpro" and starts is None:
+    s = newton_settings(opts)
+    lo, hi = np.asarray(s.lower), np.asarray(s.upper)
+    solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=s.batch_tol, gtol=s.gtol, param=P, block=s.block)
+    if s.start == "varpro" and starts is None:
         from scalinglab.fitting.varpro import varpro_theta
 
         # One start: the least-squares law (variable projection), polished below under the Huber objective.
@@ -287,27 +296,27 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
         starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
         if not P.identity:
             starts = P.theta(np.unique(P.phi(starts), axis=0))
-        sub = screening_rows(logN, logD, opts.screen_rows)
+        sub = screening_rows(logN, logD, s.screen_rows)
         sN, sD, sL = logN[sub], logD[sub], logL[sub]
-        score = objective(P.clip(starts, lo, hi), sN, sD, sL, opts.delta, block=opts.block)
-        thetas, fs, _ = batched_solve(starts[np.argsort(score)[: opts.n_refine]], sN, sD, sL,
-                                      max_iter=opts.grid_iters, **solve)
+        score = objective(P.clip(starts, lo, hi), sN, sD, sL, opts.delta, block=s.block)
+        thetas, fs, _ = batched_solve(starts[np.argsort(score)[: s.n_refine]], sN, sD, sL,
+                                      max_iter=s.grid_iters, **solve)
         # Finalists: distinct basins (solutions that agree to 1e-4 are one) within 1% of the best so far.
         order = np.argsort(fs)
         _, first = np.unique(np.round(thetas[order], 4), axis=0, return_index=True)
-        pick = order[np.sort(first)[: opts.n_polish]]
+        pick = order[np.sort(first)[: s.n_polish]]
         finalists = thetas[pick[fs[pick] <= 1.01 * fs[order[0]]]]
         if not isinstance(sub, slice):  # screened: the finalists converge on the subsample, the best goes on
-            thetas, fs, _ = batched_solve(finalists, sN, sD, sL, max_iter=opts.batch_iters, **solve)
+            thetas, fs, _ = batched_solve(finalists, sN, sD, sL, max_iter=s.batch_iters, **solve)
             finalists = thetas[[int(np.argmin(fs))]]
-    thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=opts.batch_iters, **solve)
+    thetas, fs, converged = batched_solve(finalists, logN, logD, logL, max_iter=s.batch_iters, **solve)
     best = int(np.argmin(fs))
     theta, f = thetas[best], float(fs[best])
     g = value_and_grad(theta, logN, logD, logL, opts.delta)[1]
     grad_norm = float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
     flags = bound_flags(theta, opts)
     at_bound = tuple(PARAMS[i] for i in np.flatnonzero(flags))
-    ok = converged[best] and grad_norm <= opts.status_gtol
+    ok = converged[best] and grad_norm <= s.status_gtol
     unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
     status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "failed")
     rss = float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
@@ -408,10 +417,11 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
     check_resample_count(n_boot)
     # Resamples are drawn chunk by chunk from one generator: the same counts as ``resample_counts`` /
     # ``group_counts`` draw at once, without ever holding n_boot × rows of them. A chunk's weights stay
-    # near 4 × ``opts.block`` elements (32 MB), and the solver sums over rows in blocks.
+    # near 4 × ``block`` elements (32 MB), and the solver sums over rows in blocks.
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(chunk, 4 * opts.block // max(n, 1)))
-    lo, hi = np.asarray(opts.lower), np.asarray(opts.upper)
+    s = newton_settings(opts)
+    chunk = max(1, min(chunk, 4 * s.block // max(n, 1)))
+    lo, hi = np.asarray(s.lower), np.asarray(s.upper)
     thetas, oks = [], []
     for start in progress_bar(range(0, n_boot, chunk), f"bootstrap over {unit} ({chunk} resamples a step)", progress):
         if counts is not None:
@@ -422,8 +432,7 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
                 W = W[:, inverse]
         th0 = np.repeat(result.theta[None, :], len(W), axis=0)
         th, _, ok = batched_solve(th0, logN, logD, logL, weights=W, delta=opts.delta, lower=lo, upper=hi,
-                                  max_iter=opts.batch_iters, tol=opts.batch_tol, gtol=opts.gtol, param=P,
-                                  block=opts.block)
+                                  max_iter=s.batch_iters, tol=s.batch_tol, gtol=s.gtol, param=P, block=s.block)
         thetas.append(th)
         oks.append(ok & ~artificial_bound_flags(th, opts).any(axis=1))
     theta, ok = np.concatenate(thetas), np.concatenate(oks)

@@ -1,6 +1,7 @@
-"""How to fit: ``FitOptions`` (the Huber δ, the resampling, and Chinchilla's solver: bounds, starts,
-constraints), ``Resampling`` (how many refits, of what unit, seed, level), the free-coordinate parametrisation
-θ = c + T·φ Chinchilla's solver moves, and the most resamples any bootstrap (Approaches 1, 2 and 3) takes.
+"""How to fit: ``FitOptions`` (the Huber δ, the resampling, constraints, the solver and its settings),
+``NewtonSettings`` (Chinchilla's solver: box, starts, tolerances), ``Resampling`` (how many refits, of what unit,
+seed, level), the free-coordinate parametrisation θ = c + T·φ Chinchilla's solver moves, and the most resamples
+any bootstrap (Approaches 1, 2 and 3) takes.
 """
 
 from __future__ import annotations
@@ -108,12 +109,12 @@ class Resampling:
 
 
 @dataclass(frozen=True)
-class FitOptions:
-    """How to fit. The defaults are Hoffmann's method, done to convergence, without a bootstrap. ``delta`` and
-    ``resampling`` apply to every law; the solver's settings below them to Chinchilla's batched solver."""
+class NewtonSettings:
+    """The settings of Chinchilla's batched Newton solver (``fitting.solvers``' "chinchilla-newton"): where it
+    starts, how many grid starts it refines and polishes, the box it searches, its tolerances and its memory
+    bound. The defaults are Hoffmann's method done to convergence; ``FitOptions(settings=NewtonSettings(...))``
+    changes them, and only that solver takes them."""
 
-    delta: float = HUBER_DELTA     # Huber threshold on log residuals
-    resampling: Resampling = Resampling()
     n_refine: int = 50             # best-scoring grid starts optimised together
     grid_iters: int = 60           # batched iterations for those starts before picking finalists
     n_polish: int = 3              # distinct best solutions then solved to convergence
@@ -133,6 +134,23 @@ class FitOptions:
     status_gtol: float = 1e-7      # a result is "converged" below this, else "failed"
     batch_iters: int = 500         # batched Newton iterations, at most (most need < 15)
     batch_tol: float = 1e-10       # ...or when every |Δθ| is below this
+    # Where it starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one start, the
+    # least-squares law found by variable projection, ``fitting.varpro``; then the same Huber polish).
+    start: str = "grid"
+
+    def __post_init__(self):
+        if self.start not in STARTS:
+            raise UserError(f"start must be one of {', '.join(STARTS)}, not {self.start!r}")
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How to fit, for every law: the objective and its Huber δ, the resampling, the parameters held or tied, and
+    the solver with its settings. The defaults are the law's own objective and solver (for Chinchilla's law,
+    Hoffmann's method done to convergence), without a bootstrap."""
+
+    delta: float = HUBER_DELTA     # Huber threshold on log residuals
+    resampling: Resampling = Resampling()
     # Constraints: parameters held at a value, as (name, value) pairs (a dict is accepted; names are
     # case-insensitive and come out in PARAMS order), and beta tied to alpha. Fixing one exponent of a
     # tied pair fixes both. Invalid or degenerate combinations are a UserError here, at construction.
@@ -141,15 +159,19 @@ class FitOptions:
     # Parameters tied to another, lmfit's ``expr="other"``: (name, other) pairs (a dict is accepted), every law.
     # ``tied={"beta": "alpha"}`` on Chinchilla's law is ``tie_exponents``; the law checks the names.
     tied: tuple[tuple[str, str], ...] = ()
-    # Where the Newton solver starts: "grid" (Hoffmann's 4,500 starts, the best refined) or "varpro" (one start,
-    # the least-squares law found by variable projection, ``fitting.varpro``; then the same Huber polish).
-    start: str = "grid"
     # What the fit minimises: "huber" (δ on the residuals in the law's space) or "squares"; None: the law's own
     # (``Law.objective``: Huber for losses, squares for downstream metrics).
     objective: str | None = None
     # The solver, by its name in ``fitting.solvers`` (None: the law's own, ``Law.solver``): "least-squares" fits
     # Chinchilla's form by the generic solver, which takes any tie, start or range its parameters set.
     solver: str | None = None
+    # The solver's own settings (None: its defaults): a ``NewtonSettings`` for "chinchilla-newton"; the generic
+    # solver has none (a law's parameters carry its starts and ranges). ``fit_law`` refuses settings of another.
+    settings: NewtonSettings | None = None
+
+    def settings_for(self, kind: type):
+        """The solver settings of type ``kind`` these options give, or its defaults."""
+        return self.settings if isinstance(self.settings, kind) else kind()
 
     def __post_init__(self):
         check_delta(self.delta)
@@ -164,9 +186,10 @@ class FitOptions:
             raise UserError(f"objective {self.objective!r}: expected huber or squares (or None, the law's own)")
         if not isinstance(self.resampling, Resampling):
             raise UserError(f"resampling must be a Resampling, not {type(self.resampling).__name__}")
-        if self.start not in STARTS:
-            raise UserError(f"start must be one of {', '.join(STARTS)}, not {self.start!r}")
-        if self.start == "varpro" and self.fixed:
+        if self.settings is not None and not isinstance(self.settings, NewtonSettings):
+            raise UserError(f"settings must be a solver's settings (NewtonSettings), not "
+                            f"{type(self.settings).__name__}")
+        if self.settings_for(NewtonSettings).start == "varpro" and self.fixed:
             raise OptionError("the varpro start fits free or tied exponents; fixed parameters need the grid start "
                               "({start} grid)", "start")
         object.__setattr__(self, "fixed", normalise_fixed(self.fixed, self.tie_exponents))

@@ -19,7 +19,7 @@ import numpy as np
 from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.options import FitOptions, min_rows, parametrisation
+from scalinglab.fitting.options import FitOptions, NewtonSettings, min_rows, parametrisation
 from scalinglab.fitting.protocol import STATUSES  # noqa: F401  (re-exported: the one status vocabulary)
 from scalinglab.serialization import to_jsonable
 
@@ -375,7 +375,7 @@ class LawFit:
         out["solver"] = self.solver or self.law.solver   # the estimator, by its name in fitting.solvers
         if self.options is not None:
             out["tie_exponents"] = self.tied
-            out["start"] = self.options.start
+            out["start"] = self.options.settings_for(NewtonSettings).start
         ic = self.information_criteria()
         if ic:
             out["information_criteria"] = ic
@@ -390,11 +390,12 @@ class LawFit:
         law, bs = self.law, self.bootstrap
         how = (f"Huber delta {self.delta:g} on {law.space} residuals" if self.objective_kind == "huber"
                else f"least squares on {law.space} residuals")
-        start = self.options.start if self.options is not None else "grid"
+        start = self.options.settings_for(NewtonSettings).start if self.options is not None else "grid"
         lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
                  + f"; law {law.name}: {law.formula}", law.citation,
                  how + (f", {self.n_starts} starts" if start == "grid" else ", one start, the least-squares law "
-                        f"by variable projection (start {start})")]
+                        f"by variable projection (start {start})")
+                 + (f"; solver {self.solver}" if self.solver and self.solver != law.solver else "")]
         held = ([f"{k} fixed at {v:g}" for k, v in self.fixed.items()] + (["beta tied to alpha"] if self.tied else [])
                 + [f"{k} tied to {v}" if v in law.names else f"{k} = {v}" for k, v in self.ties.items()])
         if held:

@@ -39,7 +39,7 @@ from scalinglab.errors import OptionError, UserError, printable
 from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.chinchilla_law import PARAMS
 from scalinglab.fitting.domain import Domain
-from scalinglab.fitting.options import FitOptions
+from scalinglab.fitting.options import FitOptions, NewtonSettings
 from scalinglab.fitting.results import STATUSES, Bootstrap, LawFit
 
 FORMAT = "scalinglab-fit"
@@ -89,7 +89,14 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
     res, bs = saved.result, saved.result.bootstrap
     # The bootstrap's own record (below) says how it resampled; the options keep the solver's settings.
     # Chinchilla's solver takes one tie, beta = alpha: saved as tie_exponents, the key older files hold.
-    opts = {f.name: getattr(res.options, f.name) for f in fields(FitOptions) if f.name not in ("resampling", "tied")}
+    # The file keeps one flat "options" record: FitOptions' own fields, then the Newton solver's settings, in the
+    # order files have always had (delta, the settings bar start, fixed, tie_exponents, start, objective, solver).
+    s = res.options.settings_for(NewtonSettings)
+    own = {f.name: getattr(res.options, f.name) for f in fields(FitOptions)
+           if f.name not in ("resampling", "tied", "settings")}
+    newton = {f.name: getattr(s, f.name) for f in fields(NewtonSettings)}
+    opts = {"delta": own.pop("delta"), **{k: v for k, v in newton.items() if k != "start"},
+            "fixed": own.pop("fixed"), "tie_exponents": own.pop("tie_exponents"), "start": newton["start"], **own}
     for name in ("objective", "solver"):   # the law's own unless set; a file names them only when they are not
         if opts[name] is None:
             del opts[name]
@@ -264,15 +271,16 @@ def objective_tolerance(stored: float, n_rows: int) -> float:
 
 def _check_options(o: FitOptions) -> None:
     """Each option in the range a fit can have been made with; an edited file can say anything."""
+    s = o.settings_for(NewtonSettings)
     for name in ("delta", "gtol", "status_gtol", "batch_tol"):
-        v = getattr(o, name)
+        v = getattr(s if name != "delta" else o, name)
         if not (math.isfinite(v) and v > 0):
             raise ValueError(f"option {name} = {v:g}; it must be a positive number")
     for name in ("n_refine", "grid_iters", "n_polish", "screen_rows", "block", "batch_iters"):
-        v = getattr(o, name)
+        v = getattr(s, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"option {name} = {v!r}; it must be a whole number >= 1")
-    lo, hi = np.asarray(o.lower, float), np.asarray(o.upper, float)
+    lo, hi = np.asarray(s.lower, float), np.asarray(s.upper, float)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
         raise ValueError("options lower and upper must be finite with lower < upper")
 
@@ -284,7 +292,8 @@ def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = to_theta(np.asarray(params, float))
     fixed = dict(o.fixed)
-    lo, hi = np.asarray(o.lower), np.asarray(o.upper)
+    s = o.settings_for(NewtonSettings)
+    lo, hi = np.asarray(s.lower), np.asarray(s.upper)
     tol = 1e-9 * (hi - lo)
     return [k for i, k in enumerate(PARAMS) if k not in fixed
             and not (lo[i] - tol[i] <= theta[i] <= hi[i] + tol[i])]
@@ -309,7 +318,7 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
             if _outside_box(row, o):
                 raise ValueError("a bootstrap replicate lies outside the fit's bounds")
     theta = to_theta(params)
-    f = objective(theta, np.log(N), np.log(D), np.log(L), o.delta, block=o.block)
+    f = objective(theta, np.log(N), np.log(D), np.log(L), o.delta, block=o.settings_for(NewtonSettings).block)
     tol = objective_tolerance(result.objective, len(L))
     if not (math.isfinite(result.objective) and abs(f - result.objective) <= tol):
         raise ValueError(f"its objective {result.objective:.6g} is not what its law gives on its runs ({f:.6g}); "
@@ -330,9 +339,10 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
         # only where the projected gradient was below status_gtol. Recomputed from the stored parameters (17
         # digits) it agrees to rounding; 10x leaves room for any BLAS kernel.
         grad = _projected_grad_norm(theta, N, D, L, o)
-        if not grad <= 10 * o.status_gtol:
+        gtol = o.settings_for(NewtonSettings).status_gtol
+        if not grad <= 10 * gtol:
             raise ValueError(f"status 'converged', but the gradient at its law is {grad:.3g} (a converged fit's "
-                             f"is below {o.status_gtol:g}); the law was edited")
+                             f"is below {gtol:g}); the law was edited")
     if bs is not None and len(bs.samples) >= 2 and np.all(bs.samples == bs.samples[0]) and \
             result.objective > 1e-12:
         # Resampled rows of runs that do not lie exactly on the law move the fit: replicates that all agree give
@@ -348,7 +358,8 @@ def _projected_grad_norm(theta, N, D, L, o: FitOptions) -> float:
     from scalinglab.fitting.solver import projected_grad, value_and_grad
 
     P = parametrisation(o)
-    lo, hi = np.asarray(o.lower), np.asarray(o.upper)
+    s = o.settings_for(NewtonSettings)
+    lo, hi = np.asarray(s.lower), np.asarray(s.upper)
     g = value_and_grad(theta, np.log(N), np.log(D), np.log(L), o.delta)[1]
     return float(np.max(np.abs(projected_grad(P.phi(theta), P.grad(g), *P.box(lo, hi)))))
 
@@ -375,7 +386,7 @@ def from_json(obj: Any) -> SavedFit:
     if "start" not in o and "solver" in o:   # files that name the Newton solver's start "solver"
         old = o.pop("solver")                  # (grid, varpro-start or varpro)
         o["start"] = {"varpro-start": "varpro"}.get(old, old)
-    known = {f.name for f in fields(FitOptions)}
+    known = {f.name for f in fields(FitOptions) if f.name != "settings"} | {f.name for f in fields(NewtonSettings)}
     unknown = sorted(set(o) - known)
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}")
@@ -388,7 +399,8 @@ def from_json(obj: Any) -> SavedFit:
     if isinstance(d, (int, float)) and not isinstance(d, bool) and not (math.isfinite(d) and 0 < d <= 100):
         raise ValueError(f"option delta = {d:g}; it must be a positive number at most 100")
     try:
-        options = FitOptions(**o)
+        newton = NewtonSettings(**{f.name: o.pop(f.name) for f in fields(NewtonSettings) if f.name in o})
+        options = FitOptions(**o, settings=None if newton == NewtonSettings() else newton)   # as a fit has them
     except UserError as exc:   # FitOptions' own checks: worded by load as a corrupt file
         raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]

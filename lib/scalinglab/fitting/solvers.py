@@ -43,10 +43,18 @@ class Solver:
     laws: tuple[str, ...] | None = None
     refit_entry: str | None = None
     generic: bool = False
+    settings: str | None = None   # the type of its settings (``FitOptions.settings``), where it takes any
 
     def check(self, law) -> None:
         if self.laws is not None and law.name not in self.laws:
             raise UserError(f"solver {self.name} fits {', '.join(self.laws)}, not law {law.name}")
+
+    def check_settings(self, settings) -> None:
+        """Settings given in the options are this solver's, or a UserError: another's would be ignored."""
+        if settings is None or (self.settings is not None and isinstance(settings, _load(self.settings))):
+            return
+        takes = f"takes {self.settings.split(':')[1]}" if self.settings else "has no settings"
+        raise UserError(f"settings {type(settings).__name__} are not solver {self.name}'s; it {takes}")
 
     def __call__(self, law, inputs, y, **settings) -> Any:
         self.check(law)
@@ -67,7 +75,7 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            "the Huber loss (δ = 1e-3) of log residuals, summed (Hoffmann et al.'s Approach 3), by a batched "
            "Newton/IRLS solver from their 4,500 starts (or one variable-projection start)",
            "scalinglab.fitting.approach3:newton", "LawFit", ("chinchilla",),
-           "scalinglab.fitting.approach3:refit"),
+           "scalinglab.fitting.approach3:refit", settings="scalinglab.fitting.options:NewtonSettings"),
     Solver("varpro",
            "the sum of squared relative residuals (≈ log residuals), E, A, B ≥ 0, by variable projection: "
            "α and β searched, E, A and B solved by non-negative least squares",

@@ -321,6 +321,7 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     unit = unit or rs.by or "groups"
     solver = get_solver(opts.solver or law.solver)
     solver.check(law)
+    solver.check_settings(opts.settings)
     generic = solver.generic
     if generic and opts.tie_exponents:   # Chinchilla's spelling of beta = alpha, for the generic solver too
         tie = () if "beta" in dict(opts.fixed) or "beta" in dict(opts.tied) else (("beta", "alpha"),)
