@@ -160,11 +160,16 @@ def test_the_grammar_check_catches_a_hand_declared_flag():
 
 
 def test_the_column_flags_of_one_role_come_from_the_grammar():
-    # --n-col (parameters N) and --loss-col (the loss) mean one role in every command that reads runs, so they are
-    # declared through flags.add_columns; chain's --loss-col (a target's actual losses) names another thing.
+    # A role's column flag (--n-col parameters N, --d-col tokens, --c-col compute, --loss-col, --x-col, --y-col, ...)
+    # means one role in every command, so it is declared through flags.add_columns, whose help starts with the
+    # role's meaning. chain's --x-col, --y-col (two datasets' losses) and --loss-col (a target's actual losses)
+    # name other things, and are its own.
     import ast
     from pathlib import Path
 
+    from scalinglab.cli.flags import COLUMN_HELP
+
+    role_flags = {flag: meaning for flag, meaning in COLUMN_HELP.values()}
     by_hand = []
     for path in sorted(Path(cli.__file__).parent.glob("*.py")):
         if path.name in ("flags.py", "chain.py"):
@@ -172,9 +177,16 @@ def test_the_column_flags_of_one_role_come_from_the_grammar():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
                 by_hand += [f"{path.name}:{node.lineno} {a.value}" for a in node.args
-                            if isinstance(a, ast.Constant) and a.value in ("--n-col", "--loss-col")]
+                            if isinstance(a, ast.Constant) and a.value in role_flags]
     assert by_hand == []
-    subs = _subparsers(cli.build_parser())
-    for name in ("fit", "isoflop", "envelope", "scoreboard", "compare"):
-        helps = {a.option_strings[0]: a.help for a in subs[name]._actions if a.option_strings}
-        assert helps["--n-col"].startswith("parameters N") and helps["--loss-col"].startswith("the loss"), name
+    seen = set()
+    for name, sub in _subparsers(cli.build_parser()).items():
+        if name in ("chain", "translate"):
+            continue
+        for a in sub._actions:
+            flag = a.option_strings[0] if a.option_strings else None
+            if flag in role_flags:
+                assert a.help.startswith(role_flags[flag]), (name, flag, a.help)
+                seen.add((name, flag))
+    assert {("envelope", "--d-col"), ("envelope", "--c-col"), ("scoreboard", "--c-col"), ("trend", "--x-col"),
+            ("fit", "--n-col"), ("isoflop", "--loss-col")} <= seen

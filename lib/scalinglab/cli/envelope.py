@@ -61,11 +61,10 @@ def register(sub) -> None:
     src.add_argument("csv", nargs="?", help="a CSV file with one row per (run, checkpoint)")
     flags.add_dataset(src)
     p.add_argument("--run-col", metavar="COL", help="run id: the rows of one training curve share it (default run)")
-    flags.add_columns(p, "n", "loss", detail={"n": "constant along a run", "loss": "at the checkpoint"})
-    p.add_argument("--d-col", metavar="COL", help="tokens D seen at the checkpoint (default tokens)")
-    p.add_argument("--c-col", metavar="COL",
-                   help="compute C spent at the checkpoint (default: none, C = 6·N·tokens; with it, tokens "
-                        "may be absent and are taken as C/(6N))")
+    flags.add_columns(p, "n", "d", "c", "loss", alternatives=False,
+                      detail={"n": "constant along a run", "d": "seen at the checkpoint", "loss": "at the checkpoint",
+                              "c": "with it, tokens may be absent and are taken as C/(6N)"},
+                      defaults={"d": "tokens", "c": "none, C = 6·N·tokens"})
     p.add_argument("--method", default="grid", choices=METHODS,
                    help="grid: Hoffmann's 1,500-point interpolated envelope (default); hull: the lower convex "
                         "hull of the checkpoints (Gemstones)")

@@ -26,12 +26,10 @@ def register(sub) -> None:
 
     flags.add_source(p)
     p.add_argument("--holdout", action="append", required=True, metavar="WAY", help=HOLDOUT_HELP)
-    flags.add_columns(p, "n", "loss", "u")
-    p.add_argument("--d-col", metavar="COL", default=None,
-                   help="training tokens D (default: the dataset's role, else D; without it D = C/(6N))")
-    p.add_argument("--c-col", metavar="COL", default=None,
-                   help="compute C in FLOP at which the row's loss was measured: the isoFLOP budget each run "
-                        "belongs to (adds Approach 2; default: the dataset's role)")
+    flags.add_columns(p, "n", "d", "c", "loss", "u", alternatives=False,
+                      detail={"d": "without it D = C/(6N)", "c": "the isoFLOP budget each run belongs to (adds "
+                              "Approach 2)"},
+                      defaults={"d": "the dataset's role, else D", "c": "the dataset's role"})
     p.add_argument("--unit-col", metavar="COL",
                    help="the independent unit: rows sharing a value of COL share a misfit and count once (e.g. N: "
                         "a model read at several token counts); default: the budget on isoFLOP runs (--c-col with "

@@ -32,8 +32,9 @@ def register(sub) -> None:
     src.add_argument("csv", nargs="?", help="a CSV with one row per model")
     flags.add_dataset(src, "a registered dataset (`scalinglab data list`); its roles x, y, count and group, where "
                           "it has them, name the columns the flags below do not")
-    p.add_argument("--x-col", metavar="COL", help="scale column: compute or parameters (positive)")
-    p.add_argument("--y-col", metavar="COL", help="accuracy column, in [0, 1]")
+    flags.add_columns(p, "x", "y", detail={"x": "the scale, compute or parameters (positive)",
+                                           "y": "an accuracy, in [0, 1]"},
+                      default="the dataset's role; needed with a CSV")
     p.add_argument("--count-col", metavar="COL", help="number of examples behind each accuracy")
     flags.add_group_by(p, "classify each value of this column separately", metavar="COL")
     flags.add_where(p)
