@@ -110,7 +110,7 @@ def test_a_start_value_is_one_start_where_the_solver_takes_starts():
     (lambda law: law.set("A", lower=0), "positive"),
     (lambda law: law.set("E", value=1.7, vary=False).set("E", expr="A"), "give one of them"),
     (lambda law: law.set("nope", value=1), "no parameter 'nope'"),
-    (lambda law: fit_law(law, *runs(), FitOptions(solver="curve-huber")), "not a law's fit"),
+    (lambda law: fit_law(law, *runs(), FitOptions(solver="curve-huber")), "fits training curves"),
     (lambda law: FitOptions(solver="nope"), "no solver 'nope'"),
     (lambda law: fit_law(get_law("kaplan"), *runs(), FitOptions(solver="chinchilla-newton")), "not law kaplan"),
 ])

@@ -49,6 +49,37 @@ def test_no_module_outside_the_solvers_calls_their_internals():
     assert calls == []
 
 
+def test_the_notebooks_fit_through_the_front_door_not_a_solver_s_internals():
+    """A notebook's fit goes through ``sl.fit`` (or a study that does): none calls a solver's function."""
+    import json
+
+    calls = []
+    for path in sorted((LIB.parents[1] / "notebooks").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for line in "".join(cell["source"]).splitlines() if cell["cell_type"] == "code" else ():
+                if INTERNALS.search(line) or "scalinglab.fitting.varpro" in line:
+                    calls.append(f"{path.name} cell {k}: {line.strip()}")
+    assert calls == []
+
+
+def test_variable_projection_is_a_solver_of_the_front_door():
+    """``sl.fit(solver="varpro")`` reads the runs as every fit does and returns the solver's own result,
+    bit-identical to calling it; options it would ignore are refused."""
+    import scalinglab as sl
+
+    N, D, L = _runs(5)
+    fit = sl.fit({"N": N, "D": D, "loss": L}, solver="varpro")
+    direct = fit_varpro(N, D, L)
+    assert type(fit).__name__ == "VarproFit" and fit.params == direct.params and fit.a_ci == direct.a_ci
+    assert np.array_equal(fit.data.y, L) and fit.status == "converged"
+    for kw, message in ((dict(bootstrap=10), "a bootstrap"), (dict(fixed={"E": 1.7}), "fixed parameters"),
+                        (dict(tied={"beta": "alpha"}), "tied parameters"), (dict(delta=0.01), "Huber delta")):
+        with pytest.raises(UserError, match=f"solver varpro fits every parameter .*for {message}"):
+            sl.fit({"N": N, "D": D, "loss": L}, solver="varpro", **kw)
+    with pytest.raises(UserError, match="fits training curves"):
+        sl.fit({"N": N, "D": D, "loss": L}, solver="curve-huber")
+
+
 def test_a_name_is_one_estimator_wherever_it_is_called():
     N, D, L = _runs()
     by_name = solvers.solve("varpro", CHINCHILLA, {"n": N, "d": D}, L, tol=1e-7)

@@ -42,7 +42,8 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
     ``law``: a name in ``sl.laws``, or a ``Law`` whose parameters are set, as lmfit's Parameters are
     (``sl.laws.get("kaplan").set("alpha_N", value=0.076, vary=False)``, ``.set("alpha_D", expr="alpha_N")``).
     ``solver``: a name in ``fitting.solvers`` (default the law's own; "least-squares" fits Chinchilla's form by
-    the generic solver, which takes any tie, start or range). ``where``: row conditions such as
+    the generic solver, which takes any tie, start or range; "varpro" returns variable projection's ``VarproFit``,
+    least squares with Wald intervals, and takes no constraint or bootstrap). ``where``: row conditions such as
     ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters held equal to
     another or given by a formula, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``); ``drop_highest``: leave
     out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``: resamples (of rows, or of whole

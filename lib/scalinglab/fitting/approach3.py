@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from scalinglab.errors import UserError
+from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw, to_params, to_theta
 from scalinglab.fitting.conditions import _n_rows
 from scalinglab.fitting.form import Law, Param
@@ -91,9 +91,9 @@ def _law_box(law, options: FitOptions) -> FitOptions:
     lower, upper = list(box.lower), list(box.upper)
     for i, (p, q) in enumerate(zip(law.params, CHINCHILLA.params)):
         if p.vary and p.expr is None and p.starts != q.starts:
-            raise UserError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
-                            "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "
-                            "(FitOptions(solver='least-squares'))")
+            raise OptionError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
+                              "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "
+                              "({solver}=least-squares)", "solver")
         if (p.lower, p.upper) != (q.lower, q.upper):
             lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if i < 3 else (p.lower, p.upper)
             lower[i], upper[i] = max(lower[i], lo), min(upper[i], hi)

@@ -178,10 +178,10 @@ class FitOptions:
         if self.solver is not None:
             from scalinglab.fitting.solvers import SOLVERS, get
 
-            if get(self.solver).result != "LawFit":
-                fits = [s.name for s in SOLVERS.values() if s.result == "LawFit"]
-                raise UserError(f"solver {self.solver} returns a {get(self.solver).result}, not a law's fit; the "
-                                f"solvers of a law are {', '.join(fits)}")
+            if get(self.solver).result == "CurveFit":
+                fits = [s.name for s in SOLVERS.values() if s.result != "CurveFit"]
+                raise UserError(f"solver {self.solver} fits training curves (scalinglab.curves), not a table of "
+                                f"runs; the solvers of runs are {', '.join(fits)}")
         if self.objective not in (None, "huber", "squares"):
             raise UserError(f"objective {self.objective!r}: expected huber or squares (or None, the law's own)")
         if not isinstance(self.resampling, Resampling):
@@ -379,9 +379,9 @@ def parametrisation(options: FitOptions | None = None) -> Parametrisation:
     canon = {p.lower(): p for p in PARAMS}
     ties = {canon.get(k.lower(), k): canon.get(v.strip().lower(), v) for k, v in opts.tied}
     if ties and ties not in ({"beta": "alpha"}, {"alpha": "beta"}):
-        raise UserError("Chinchilla's solver ties its exponents only (beta = alpha), not "
-                        f"{' and '.join(f'{k} to {v}' for k, v in ties.items())}; the least-squares solver takes "
-                        "any tie (FitOptions(solver='least-squares'))")
+        named = " and ".join(f"{k} to {v}" for k, v in ties.items())
+        raise OptionError(f"Chinchilla's solver ties its exponents only (beta = alpha), not {named}; the "
+                          "least-squares solver takes any tie ({solver}=least-squares)", "solver")
     if ties and len({"alpha", "beta"} & fixed.keys()) == 1:   # tied to a held exponent: held at it too
         fixed["alpha"] = fixed["beta"] = fixed.get("alpha", fixed.get("beta"))
     ia, ib = PARAMS.index("alpha"), PARAMS.index("beta")

@@ -113,6 +113,7 @@ class VarproFit(FitResult):
     level: float = 0.95
     # s²(JᵀJ)⁻¹ of (E, A, B, alpha, beta); None when not estimable.
     cov: np.ndarray | None = field(default=None, repr=False, compare=False)
+    data: object = field(default=None, repr=False, compare=False)   # the runs it saw (a FitData), from a table
 
     _scale = ("A", "B")
 

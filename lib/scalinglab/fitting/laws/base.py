@@ -306,7 +306,8 @@ def _natural(p: Param, z: float, prob: _Problem) -> bool:
 def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None = None, *,
             fixed: Mapping[str, float] | None = None, groups=None, unit: str | None = None, progress: bool = False,
             names: Mapping[str, str] | None = None) -> LawFit:
-    """Fit ``law`` to runs: ``inputs`` maps each of ``law.inputs`` to an array, ``y`` the target.
+    """Fit ``law`` to runs: ``inputs`` maps each of ``law.inputs`` to an array, ``y`` the target. The result is a
+    ``LawFit``, or the solver's own type where it has one (``Solver.result``: variable projection's ``VarproFit``).
 
     ``options`` (``FitOptions``) say how, and nothing beside them does: the objective and its Huber δ, the
     resampling (``Resampling``: how many refits, of what unit, seed, level; ``options.with_resampling``) and the
@@ -322,6 +323,8 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     solver = get_solver(opts.solver or law.solver)
     solver.check(law)
     solver.check_settings(opts.settings)
+    if solver.result != "LawFit":   # an estimator with a result of its own (variable projection's)
+        return _own_result(solver, law, inputs, y, opts, fixed)
     generic = solver.generic
     if generic and opts.tie_exponents:   # Chinchilla's spelling of beta = alpha, for the generic solver too
         tie = () if "beta" in dict(opts.fixed) or "beta" in dict(opts.tied) else (("beta", "alpha"),)
@@ -338,6 +341,27 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     fit = solver(law, inputs, y, options=opts, fixed=fixed, ties=ties, objective=kind, delta=delta, n_boot=n_boot,
                  seed=seed, level=level, groups=groups, unit=unit, progress=progress, names=names)
     return fit if solver.name == law.solver else replace(fit, solver=solver.name)   # the result names its solver
+
+
+def _own_result(solver, law: Law, inputs, y, opts: FitOptions, fixed):
+    """The fit of a solver whose result is its own type (``Solver.result``: variable projection's ``VarproFit``,
+    least squares over all five parameters with Wald intervals): the runs in, that result out. Options it would
+    ignore are refused, each in one line."""
+    from scalinglab.fitting.huber import HUBER_DELTA
+
+    inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
+    missing = [r for r in law.inputs if r not in inputs]
+    if missing:
+        raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
+    held = dict(opts.fixed) if fixed is None else dict(fixed)
+    refused = (("fixed parameters", bool(held)), ("tied parameters", bool(opts.tied or opts.tie_exponents)),
+               ("a bootstrap", bool(opts.resampling.n)), ("a Huber objective", opts.objective == "huber"),
+               (f"Huber delta {opts.delta:g}", opts.delta != HUBER_DELTA))
+    for what, given in refused:
+        if given:
+            raise UserError(f"solver {solver.name} fits every parameter by least squares with Wald intervals; "
+                            f"for {what}, use the chinchilla-newton or least-squares solver")
+    return solver(law, inputs, np.asarray(y, float).ravel())
 
 
 def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *, options: FitOptions,
