@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import refused
 from scalinglab.cli import main
+from scalinglab.errors import UserError
 from scalinglab.fitting import saved
 from test_saved_fit import _rewrite, simulate
 
@@ -358,3 +359,29 @@ def test_fit_curve_on_equal_losses_prints_no_warning_and_no_minus_infinite_r2(tm
     assert main(["fit-curve", str(csv), "--json"]) == 0
     cap = capsys.readouterr()
     assert "RuntimeWarning" not in cap.err and "-inf" not in cap.out and "Infinity" not in cap.out
+
+
+@pytest.mark.parametrize("run_id", ["../../outside", "hoffmann\x1b[31m-red", "/abs/path", ".hidden", ""])
+def test_a_run_id_no_sweep_writes_is_refused_before_it_becomes_a_path_or_a_line(tmp_path, capsys, run_id):
+    """A run id names its checkpoint file (``<db>.runs/<run_id>.pt``) and is printed: one from an edited
+    database that would leave that folder or drive the terminal is refused in one line, naming the database."""
+    import shutil
+    import sqlite3
+
+    from scalinglab.harness.workbook import project_root
+    from scalinglab.training.sweep.launch import checkpoint_path
+
+    db = tmp_path / "edited.db"
+    shutil.copyfile(project_root() / "data/sweeps/kaplan.db", db)
+    with sqlite3.connect(db) as con:
+        first = con.execute("SELECT run_id FROM runs ORDER BY rowid LIMIT 1").fetchone()[0]
+        con.execute("PRAGMA foreign_keys = OFF")
+        for table in ("runs", "curves"):
+            con.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", (run_id, first))
+    assert main(["sweep-report", "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "edited.db: run id" in err and "the database was edited" in err
+    assert "\n" not in err and "\x1b" not in err and "Traceback" not in err
+    with pytest.raises(UserError, match="not one a sweep writes"):
+        checkpoint_path(db, run_id)
+    assert checkpoint_path(db, first).parent == tmp_path / "edited.db.runs"

@@ -15,10 +15,11 @@ The writer is ``scalinglab.training.sweep.store`` (planning, claims, results); t
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
-from scalinglab.errors import UserError
+from scalinglab.errors import UserError, printable
 from scalinglab.files import sweep_database
 from scalinglab.sweeps.schema import ADDED_CURVE_COLUMNS, NON_EMBEDDING_PRESETS, REPLICATE_OF
 
@@ -26,6 +27,20 @@ _REPLICATE = f"{REPLICATE_OF} AS replicate"
 
 
 # --- on a connection (shared with the writer) ----------------------------------------------
+
+# A run id as a sweep's plan writes one (``hoffmann-C1e+15-w64-d2``, ``lrbatch-w64-d2-lr0.001-b32-s1``): it names the
+# run's checkpoint file, so one read from an edited database must not reach outside that folder or the terminal.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}")
+
+
+def check_run_id(run_id, where) -> str:
+    """``run_id`` when it is one a sweep writes (a letter or digit, then letters, digits and ``. _ + = -``, no
+    ``..``), else a UserError naming ``where`` (the database): it becomes a file name."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise UserError(f"{where}: run id {printable(str(run_id), 60)!r} is not one a sweep writes (letters, digits "
+                        "and . _ + = -); the database was edited")
+    return run_id
+
 
 def db_name(con: sqlite3.Connection) -> str:
     """The file behind a connection, for messages."""
@@ -77,7 +92,10 @@ def damaged_runs(con: sqlite3.Connection, finished_only: bool = True) -> dict[st
 
 
 def check_readable(con: sqlite3.Connection, db_path: Path | str | None = None) -> None:
-    """Refuse, in one line naming the database and the run, a database whose finished runs are damaged."""
+    """Refuse, in one line naming the database and the run, a database whose finished runs are damaged, or any
+    of whose run ids is not one a sweep writes."""
+    for (run_id,) in con.execute("SELECT run_id FROM runs"):
+        check_run_id(run_id, db_path or db_name(con))
     bad = damaged_runs(con)
     if bad:
         run_id, why = next(iter(bad.items()))
@@ -206,6 +224,8 @@ class SweepStore:
         where = " WHERE status = 'finished'" if finished_only else ""
         rows = self._query(lambda con: con.execute(f"SELECT {', '.join(cols)} FROM runs{where} ORDER BY rowid")
                            .fetchall(), check=finished_only)
+        for row in rows:
+            check_run_id(row[0], self.path)
         return [dict(zip(cols, row[:-1]), spec=_parsed(row[-1])) for row in rows]
 
     def throughput_rows(self) -> list[tuple]:

@@ -152,8 +152,11 @@ def run_job(spec_dict: dict, checkpoint: str, claim: dict | None = None) -> dict
 # --- launchers -----------------------------------------------------------------------------
 
 def checkpoint_path(db_path: Path, run_id: str) -> Path:
-    """Where a run's checkpoint lives: ``<db>.runs/<run_id>.pt`` (the file name says which run it is)."""
-    return db_path.with_name(db_path.name + ".runs") / f"{run_id}.pt"
+    """Where a run's checkpoint lives: ``<db>.runs/<run_id>.pt`` (the file name says which run it is); a run id
+    no sweep writes (``../x``, from an edited database) is refused before it becomes a path."""
+    from scalinglab.sweeps.store import check_run_id
+
+    return db_path.with_name(db_path.name + ".runs") / f"{check_run_id(run_id, db_path)}.pt"
 
 
 def new_owner() -> str:
