@@ -95,7 +95,8 @@ def _law_box(law, options: FitOptions) -> FitOptions:
                               "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "
                               "({solver}=least-squares)", "solver")
         if (p.lower, p.upper) != (q.lower, q.upper):
-            lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if i < 3 else (p.lower, p.upper)
+            in_logs = p.name in ("E", "A", "B")   # θ holds their logs, the exponents as they are
+            lo, hi = (np.log(p.lower) if p.lower > 0 else -np.inf, np.log(p.upper)) if in_logs else (p.lower, p.upper)
             lower[i], upper[i] = max(lower[i], lo), min(upper[i], hi)
             if lower[i] >= upper[i]:
                 raise UserError(f"{p.name} in [{p.lower:g}, {p.upper:g}]: outside the solver's box")
