@@ -63,8 +63,9 @@ def register(sub) -> None:
     p.add_argument("--run-col", metavar="COL", help="run id: the rows of one training curve share it (default run)")
     flags.add_columns(p, "n", "d", "c", "loss", alternatives=False,
                       detail={"n": "constant along a run", "d": "seen at the checkpoint", "loss": "at the checkpoint",
-                              "c": "with it, tokens may be absent and are taken as C/(6N)"},
-                      defaults={"d": "tokens", "c": "none, C = 6·N·tokens"})
+                              "c": "here spent at the checkpoint; with it, tokens may be absent"},
+                      defaults={"d": "the dataset's role, else tokens",
+                                "c": "the dataset's role, else none: C = 6·N·tokens"})
     p.add_argument("--method", default="grid", choices=METHODS,
                    help="grid: Hoffmann's 1,500-point interpolated envelope (default); hull: the lower convex "
                         "hull of the checkpoints (Gemstones)")

@@ -60,8 +60,18 @@ def _add_fit_flags(p) -> None:
     p.add_argument("--tie", action="append", metavar="NAME=OTHER",
                    help="hold parameter NAME equal to OTHER, or to a formula of the parameters (numbers, names, "
                         "+ - * / ** exp log sqrt), for any law (e.g. --tie Rstar_N=Rstar_D with --law "
-                        "data_constrained, --tie 'alpha_D=2*alpha_N' with --law kaplan); repeat for several. With "
-                        "Chinchilla's law only beta=alpha, which is --tie-exponents")
+                        "data_constrained, --tie 'alpha_D=2*alpha_N' with --law kaplan); repeat for several. "
+                        "Chinchilla's Newton solver takes only beta=alpha (--tie-exponents); --solver least-squares "
+                        "takes any formula")
+    _add_solver_flags(p)
+    flags.add_plot(p, "also draw the runs against the fitted law (loss vs compute with the law for several N, "
+                        "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
+    flags.add_save(p, "also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
+                        "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
+
+
+def _add_solver_flags(p) -> None:
+    """Which estimator fits, and where Chinchilla's Newton solver starts."""
     p.add_argument("--solver", choices=law_solvers(), metavar="NAME",
                    help="the estimator, one of "
                         f"{', '.join(law_solvers())}; default the law's own (chinchilla-newton for Chinchilla's "
@@ -72,10 +82,6 @@ def _add_fit_flags(p) -> None:
                         "starts; default) or varpro (one start, the optimum of the least-squares solver varpro: "
                         "alpha and beta searched, E, A and B by non-negative least squares; then the same Huber "
                         "fit; the same optimum on Epoch's rows, faster: bench/bench_varpro.py). Not with --fix")
-    flags.add_plot(p, "also draw the runs against the fitted law (loss vs compute with the law for several N, "
-                        "and the residuals; held-out runs marked) to FILE: .png, .pdf or .svg")
-    flags.add_save(p, "also save the fit (law, bootstrap draws, options, the fitted runs and their hash) to FILE, "
-                        "a .slfit file that `scalinglab predict` and `allocate` reload without refitting")
 
 
 def law_solvers() -> tuple[str, ...]:
@@ -197,13 +203,13 @@ def _check_solver(args, law) -> None:
     except UserError as exc:
         raise UserError(f"--solver {args.solver}: {said(exc)}; law {law.name}'s own is {law.solver}") from None
     if solver.generic:
-        for flag, given in (("--start", args.start != "grid"), ("--save", bool(args.save))):
-            if given:
-                what = ("where the Newton solver starts" if flag == "--start" else
-                        "a saved fit, which is checked against the Newton solver's optimum when reloaded")
-                raise UserError(f"{flag} with --solver {args.solver}: {flag} is {what}; the {args.solver} "
-                                "solver starts from a grid of the law's own starts (drop --solver to use the "
-                                "law's own)")
+        if args.start != "grid":
+            raise UserError(f"--start with --solver {args.solver}: --start is where the Newton solver starts; the "
+                            f"{args.solver} solver starts from a grid of the law's own starts (drop --solver to use "
+                            "the law's own)")
+        if args.save:
+            raise UserError(f"--save with --solver {args.solver}: a saved fit is checked against the Newton "
+                            "solver's optimum when it is reloaded (drop --solver to save the law's own fit)")
 
 
 def _run(args) -> int:

@@ -55,21 +55,19 @@ def add_source(p, what: str = "one row per run", dataset: bool = True) -> None:
 
 
 def add_columns(p, *roles: str, default: str = "the dataset's role, else the usual name", detail=None,
-                defaults=None, alternatives: bool = True, required=()) -> None:
+                defaults=None, alternatives: bool = True) -> None:
     """``--n-col`` ... for each role: the column holding it (default None: the dataset's role, else the usual
     name). D and C are alternatives (a mutually exclusive pair) unless ``alternatives`` is False (a command that
     reads both, e.g. the tokens and the compute at a checkpoint). ``detail``: role -> a command's extra words;
-    ``defaults``: role -> what a command takes without the flag, where not ``default``; ``required``: roles the
-    command cannot do without."""
+    ``defaults``: role -> what a command takes without the flag, where not ``default``."""
     detail, defaults = detail or {}, defaults or {}
     exclusive = p.add_mutually_exclusive_group() if alternatives and {"d", "c"} <= set(roles) else None
     for role in roles:
         flag, meaning = COLUMN_HELP[role]
         target = exclusive if exclusive is not None and role in ("d", "c") else p
         extra = f"; {detail[role]}" if role in detail else ""
-        said_default = "" if role in required else f" (default: {defaults.get(role, default)})"
-        target.add_argument(flag, metavar="COL", default=None, required=role in required,
-                            help=f"{meaning}{extra}{said_default}")
+        target.add_argument(flag, metavar="COL", default=None,
+                            help=f"{meaning}{extra} (default: {defaults.get(role, default)})")
 
 
 def add_where(p) -> None:

@@ -33,7 +33,7 @@ def register(sub) -> None:
     flags.add_dataset(src, "a registered dataset (`scalinglab data list`); its roles x, y, count and group, where "
                           "it has them, name the columns the flags below do not")
     flags.add_columns(p, "x", "y", detail={"x": "the scale, compute or parameters (positive)",
-                                           "y": "an accuracy, in [0, 1]"},
+                                           "y": "here an accuracy, in [0, 1]"},
                       default="the dataset's role; needed with a CSV")
     p.add_argument("--count-col", metavar="COL", help="number of examples behind each accuracy")
     flags.add_group_by(p, "classify each value of this column separately", metavar="COL")

@@ -89,7 +89,9 @@ def _law_box(law, options: FitOptions) -> FitOptions:
     UserError for a start value, which Hoffmann's grid has no place for."""
     box = newton_settings(options)
     lower, upper = list(box.lower), list(box.upper)
-    for i, (p, q) in enumerate(zip(law.params, CHINCHILLA.params)):
+    own = {q.name: q for q in CHINCHILLA.params}
+    for p in law.params:
+        q, i = own[p.name], PARAMS.index(p.name)   # θ's coordinate of the parameter
         if p.vary and p.expr is None and p.starts != q.starts:
             raise OptionError(f"{p.name} = {p.starts[0]:g} as a start: the chinchilla-newton solver starts from "
                               "Hoffmann's grid (or the varpro start); the least-squares solver takes a start "

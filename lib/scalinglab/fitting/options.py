@@ -189,6 +189,8 @@ class FitOptions:
         if self.settings is not None and not isinstance(self.settings, NewtonSettings):
             raise UserError(f"settings must be a solver's settings (NewtonSettings), not "
                             f"{type(self.settings).__name__}")
+        if self.settings == NewtonSettings():   # the defaults, given or not, are one set of options
+            object.__setattr__(self, "settings", None)
         if self.settings_for(NewtonSettings).start == "varpro" and self.fixed:
             raise OptionError("the varpro start fits free or tied exponents; fixed parameters need the grid start "
                               "({start} grid)", "start")

@@ -271,9 +271,12 @@ def objective_tolerance(stored: float, n_rows: int) -> float:
 
 def _check_options(o: FitOptions) -> None:
     """Each option in the range a fit can have been made with; an edited file can say anything."""
-    s = o.settings_for(NewtonSettings)
+    _check_settings(o.settings_for(NewtonSettings), o.delta)
+
+
+def _check_settings(s: NewtonSettings, delta: float) -> None:
     for name in ("delta", "gtol", "status_gtol", "batch_tol"):
-        v = getattr(s if name != "delta" else o, name)
+        v = getattr(s, name) if name != "delta" else delta
         if not (math.isfinite(v) and v > 0):
             raise ValueError(f"option {name} = {v:g}; it must be a positive number")
     for name in ("n_refine", "grid_iters", "n_polish", "screen_rows", "block", "batch_iters"):
@@ -400,7 +403,8 @@ def from_json(obj: Any) -> SavedFit:
         raise ValueError(f"option delta = {d:g}; it must be a positive number at most 100")
     try:
         newton = NewtonSettings(**{f.name: o.pop(f.name) for f in fields(NewtonSettings) if f.name in o})
-        options = FitOptions(**o, settings=None if newton == NewtonSettings() else newton)   # as a fit has them
+        _check_settings(newton, 1.0)   # a whole count written 50.0 equals the default, but no fit wrote it
+        options = FitOptions(**o, settings=newton)
     except UserError as exc:   # FitOptions' own checks: worded by load as a corrupt file
         raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]

@@ -37,8 +37,8 @@ def check_run_id(run_id, where) -> str:
     """``run_id`` when it is one a sweep writes (a letter or digit, then letters, digits and ``. _ + = -``, no
     ``..``), else a UserError naming ``where`` (the database): it becomes a file name."""
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise UserError(f"{where}: run id {printable(str(run_id), 60)!r} is not one a sweep writes (letters, digits "
-                        "and . _ + = -); the database was edited")
+        raise UserError(f"{where}: run id '{printable(str(run_id), 60)}' is not one a sweep writes (at most 200 "
+                        "letters, digits and . _ + = -, no '..'); the database was edited")
     return run_id
 
 

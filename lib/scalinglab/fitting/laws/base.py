@@ -353,15 +353,19 @@ def _own_result(solver, law: Law, inputs, y, opts: FitOptions, fixed):
     missing = [r for r in law.inputs if r not in inputs]
     if missing:
         raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
+    from scalinglab.fitting.laws import get as registered
+
     held = dict(opts.fixed) if fixed is None else dict(fixed)
-    refused = (("fixed parameters", bool(held)), ("tied parameters", bool(opts.tied or opts.tie_exponents)),
+    changed = [p.name for p, q in zip(law.params, registered(law.name).params) if p != q]   # law.set(...)
+    refused = ((f"parameters set on the law ({', '.join(changed)})", bool(changed)), ("fixed parameters", bool(held)),
+               ("tied parameters", bool(opts.tied or opts.tie_exponents)),
                ("a bootstrap", bool(opts.resampling.n)), ("a Huber objective", opts.objective == "huber"),
                (f"Huber delta {opts.delta:g}", opts.delta != HUBER_DELTA))
     for what, given in refused:
         if given:
             raise UserError(f"solver {solver.name} fits every parameter by least squares with Wald intervals; "
                             f"for {what}, use the chinchilla-newton or least-squares solver")
-    return solver(law, inputs, np.asarray(y, float).ravel())
+    return solver(law, inputs, np.asarray(y, float).ravel(), level=opts.resampling.level)
 
 
 def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *, options: FitOptions,
