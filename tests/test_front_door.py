@@ -78,3 +78,37 @@ def test_dir_lists_what_all_promises():
     assert dir(sl) == sorted(sl.__all__)
     for name in sl.__all__:
         assert getattr(sl, name) is not None
+
+
+def test_sl_fit_curve_is_the_fit_fit_curve_prints(tmp_path, capsys):
+    """``sl.fit_curve`` and `scalinglab fit-curve` are one path (``curves.report.fit_source``): a CSV, the same
+    rows as a DataFrame or a dict of columns, and the command give the same parameters, near the truth."""
+    import pandas as pd
+    from scalinglab.curves.data import parse_schedule
+    from scalinglab.curves.fit import CurveFit
+    from scalinglab.curves.laws import Curve
+
+    truth = dict(L0=3.0, A=0.5, alpha=0.5, B=400.0, C=2.0, beta=0.4, gamma=0.6)
+    law = CurveFit("multipower", truth, 0.0, 0, ())
+    rows = []
+    for name in ("cosine", "constant", "wsd"):
+        lrs = parse_schedule(f"{name}:peak=3e-3,steps=2000,warmup=100")
+        at = np.arange(150, 2001, 50)
+        loss = dict(zip(at.tolist(), law.predict(Curve(name, lrs, at)).tolist()))
+        rows += [dict(run=name, step=s + 1, lr=float(lr), loss=loss.get(s + 1)) for s, lr in enumerate(lrs)]
+    path = tmp_path / "curves.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    via_path = sl.fit_curve(str(path)).fit.params
+    via_frame = sl.fit_curve(pd.read_csv(path)).fit.params
+    via_dict = sl.fit_curve({k: pd.read_csv(path)[k].tolist() for k in ("run", "step", "lr", "loss")}).fit.params
+    assert main(["fit-curve", str(path), "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["fit"]["params"]
+    for got in (via_frame, via_dict, cli):
+        assert got.keys() == via_path.keys() and all(np.isclose(got[k], via_path[k], rtol=1e-9) for k in got)
+    assert via_path["L0"] == pytest.approx(3.0, abs=0.02)
+    assert len(sl.fit_curve(str(path), where=["run!=wsd"]).fit.curves) == 2
+    for kw, message in ((dict(), "give runs"), (dict(runs=str(path), dataset="mpl-400m-cosine-24000"), "one of them"),
+                        (dict(runs=str(path), bootstrap=1), "one resample"),
+                        (dict(runs=str(path), where=["nope>1"]), "no column 'nope'")):
+        with pytest.raises(UserError, match=message):
+            sl.fit_curve(**kw)

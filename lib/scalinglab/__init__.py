@@ -6,6 +6,7 @@ The front door for the library::
     runs = sl.load_runs("runs.csv")            # or sl.load_runs(dataset="epoch-chinchilla")
     fit = sl.fit(runs, law="chinchilla", bootstrap=200)
     print(fit.summary())                        # fit.params, fit.bse, fit.conf_int(), fit.allocate(1e22)
+    curve = sl.fit_curve("curves.csv", law="multipower")   # (run, step, lr, loss) rows: curve.fit.predict(...)
 
 ``sl.laws`` is the registry of functional forms (``sl.laws.names()``, ``sl.laws.get(name)``), ``sl.data`` the
 dataset registry. The package is deliberately light at import: these names load their modules when first used,
@@ -19,8 +20,8 @@ import importlib
 
 from scalinglab.version import __version__
 
-__all__ = ["FitOptions", "LawFit", "NewtonSettings", "Resampling", "Runs", "__version__", "data", "fit", "laws",
-           "load_runs"]
+__all__ = ["FitOptions", "LawFit", "NewtonSettings", "Resampling", "Runs", "__version__", "data", "fit", "fit_curve",
+           "laws", "load_runs"]
 
 _LAZY = {"laws": "scalinglab.fitting.laws", "data": "scalinglab.data"}
 
@@ -36,8 +37,8 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
         seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None,
         solver: str | None = None, options=None, **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
-    return its ``LawFit``: the same fit as `scalinglab fit` (``fitting.workflow.fit_runs``), keeping the runs it
-    saw (``fit.data``).
+    return its ``LawFit`` (variable projection's ``VarproFit`` with ``solver="varpro"``): the same fit as
+    `scalinglab fit` (``fitting.workflow.fit_runs``), keeping the runs it saw (``fit.data``).
 
     ``law``: a name in ``sl.laws``, or a ``Law`` whose parameters are set, as lmfit's Parameters are
     (``sl.laws.get("kaplan").set("alpha_N", value=0.076, vary=False)``, ``.set("alpha_D", expr="alpha_N")``).
@@ -91,6 +92,41 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
     cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
     request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)
     return fit_runs(runs.select(where), request).fit
+
+
+def fit_curve(runs=None, law: str = "multipower", *, dataset=None, schedules=(), where=None, bootstrap: int = 0,
+              seed: int = 0, level: float = 0.95, calibrate: bool = False):
+    """Fit a law of the whole training curve under its learning-rate schedule (``multipower``, Luo et al. 2025;
+    ``tissue``, Tissue et al. 2024; ``baseline``, a power law in steps) to (run, step, lr, loss) rows: the same fit
+    as `scalinglab fit-curve` (``curves.report.fit_source``), returning its report (``.fit``, a ``CurveFit``:
+    params, predict(curve); ``summary()``, ``to_dict()``, ``save(path)``, ``plot(path)``).
+
+    ``runs``: a CSV path, a DataFrame or a dict of columns run, step, lr, loss (loss empty where none was logged);
+    or ``dataset``: a registered curve or a list of them (Luo et al.'s ``mpl-*``, their schedules rebuilt step by
+    step). ``schedules``: each run's exact schedule (``"RUN=wsd:peak=3e-4,steps=24000,cooldown=0.2"`` or a CSV of
+    run, step, lr); ``where``: row conditions; ``bootstrap``: block-bootstrap replicates (a parameter-only band);
+    ``calibrate``: leave each run (a schedule) out in turn, for an interval calibrated on schedules never seen."""
+    import os
+
+    from scalinglab.curves.report import fit_source
+    from scalinglab.errors import UserError
+    from scalinglab.fitting.options import Resampling
+    from scalinglab.runs import read_frame
+
+    if (runs is None) == (dataset is None):
+        raise UserError("sl.fit_curve: give runs (a CSV path, DataFrame or dict of columns) or dataset=, one of them")
+    if isinstance(schedules, str) or (where is not None and not isinstance(where, (str, list, tuple))):
+        raise UserError("sl.fit_curve: schedules and where are lists (of specs, of conditions such as 'step>100')")
+    Resampling(bootstrap, None, seed, level)   # the count, seed and level checked as every fit's are
+    datasets = [dataset] if isinstance(dataset, str) else list(dataset or ())
+    table = os.fspath(runs) if isinstance(runs, (str, os.PathLike)) else None if runs is None else _table(runs)
+    if table is not None and not isinstance(table, str):
+        import pandas as pd
+
+        table = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+    return fit_source(table, datasets=datasets, schedules=list(schedules), where=[where] if isinstance(where, str)
+                      else where, law=law, n_boot=bootstrap, seed=seed, level=level, calibrate=calibrate,
+                      read=read_frame)
 
 
 # The column roles sl.fit takes by keyword (fitting.laws.table.Columns' roles).

@@ -9,7 +9,7 @@ the commands; torch never.
 from __future__ import annotations
 
 from scalinglab.cli import flags
-from scalinglab.cli.tables import check_level, select_rows
+from scalinglab.cli.tables import check_level
 from scalinglab.runs import read_frame
 
 LAWS = ("multipower", "tissue", "baseline")   # mirrors scalinglab.curves.laws.LAWS (tests check it)
@@ -72,26 +72,16 @@ def _register_predict(sub) -> None:
 
 
 def _fit(args) -> int:
-    from scalinglab.curves.data import schedule_specs
-    from scalinglab.curves.report import fit_table
+    from scalinglab.curves.report import fit_source
     from scalinglab.files import check_outputs
     from scalinglab.serialization import dumps
 
     check_level(args.level)
     inputs = [args.csv] + [s for s in args.schedule or [] if ":" not in s]
     check_outputs({"--plot": args.plot, "--save": args.save}, inputs)
-    schedules = schedule_specs(args.schedule or [], read_frame)
-    if args.csv:
-        df, label = read_frame(args.csv), args.csv
-    else:
-        from scalinglab.curves.data import registered_table
-
-        df, known = registered_table(args.dataset)
-        label = ", ".join(args.dataset)
-        schedules = {**known, **schedules}
-    df, _ = select_rows(df, args.where or [], [], label)
-    report = fit_table(df, args.law, n_boot=args.bootstrap, seed=args.seed, level=args.level, source=label,
-                       schedules=schedules, calibrate=args.calibrate)
+    report = fit_source(args.csv, datasets=args.dataset or (), schedules=args.schedule or (), where=args.where,
+                        law=args.law, n_boot=args.bootstrap, seed=args.seed, level=args.level,
+                        calibrate=args.calibrate, read=read_frame)
     if args.save:
         report.save(args.save)
     if args.plot:

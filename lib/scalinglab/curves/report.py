@@ -99,6 +99,40 @@ class CurveFitReport:
         plt.close(fig)
 
 
+def fit_source(table=None, *, datasets=(), schedules=(), where=None, law: str = "multipower", n_boot: int = 0,
+               seed: int = 0, level: float = 0.95, calibrate: bool = False, label: str | None = None,
+               read=None) -> CurveFitReport:
+    """`scalinglab fit-curve`'s fit and ``sl.fit_curve``'s, one path: the (run, step, lr, loss) rows of ``table`` (a
+    DataFrame, or a CSV path read by ``read``) or of the registered curves ``datasets`` (Luo et al.'s ``mpl-*``
+    schedules rebuilt step by step), each run's exact schedule from ``schedules`` (``--schedule`` specs:
+    ``[RUN=]NAME:key=value,...`` or a CSV of run, step, lr), the rows ``where`` keeps (conditions ANDed), then
+    :func:`fit_table`. ``label`` names the source in messages and the report."""
+    from scalinglab.curves.data import registered_table, schedule_specs
+    from scalinglab.fitting.conditions import chosen
+
+    if (table is None) == (not datasets):
+        raise UserError("fit a curve to a table of runs or to registered curves (datasets), one of them")
+    given = schedule_specs(list(schedules), read)
+    if datasets:
+        df, known = registered_table(list(datasets))
+        label = label or ", ".join(datasets)
+        given = {**known, **given}
+    else:
+        df = read(table) if isinstance(table, str) and read is not None else table
+        label = label or (table if isinstance(table, str) else "table")
+    if where:
+        try:
+            df = df[chosen(df, list(where))]
+        except OptionError as exc:
+            raise exc.prefixed(f"{label}: ") from None
+        except UserError as exc:
+            raise UserError(f"{label}: {exc}") from None
+    if df.empty:
+        raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
+    return fit_table(df, law, n_boot=n_boot, seed=seed, level=level, source=label, schedules=given,
+                     calibrate=calibrate)
+
+
 def fit_table(df, law: str = "multipower", *, n_boot: int = 0, seed: int = 0, level: float = 0.95,
               source: str = "table", schedules: dict | None = None, calibrate: bool = False) -> CurveFitReport:
     """Fit ``law`` to every run of a (run, step, lr, loss) table jointly (``schedules``: runs' exact per-step
