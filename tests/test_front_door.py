@@ -107,8 +107,15 @@ def test_sl_fit_curve_is_the_fit_fit_curve_prints(tmp_path, capsys):
         assert got.keys() == via_path.keys() and all(np.isclose(got[k], via_path[k], rtol=1e-9) for k in got)
     assert via_path["L0"] == pytest.approx(3.0, abs=0.02)
     assert len(sl.fit_curve(str(path), where=["run!=wsd"]).fit.curves) == 2
+    assert sl.fit_curve(sl.load_runs(str(path))).fit.params == via_path   # Runs, as sl.load_runs gives them
+    assert sl.fit_curve(path, where="run!=wsd").fit.curves == ("cosine", "constant")   # a Path; one condition
     for kw, message in ((dict(), "give runs"), (dict(runs=str(path), dataset="mpl-400m-cosine-24000"), "one of them"),
                         (dict(runs=str(path), bootstrap=1), "one resample"),
-                        (dict(runs=str(path), where=["nope>1"]), "no column 'nope'")):
+                        (dict(runs=str(path), where=["nope>1"]), "no column 'nope'"),
+                        (dict(runs=["mpl-400m-cosine-24000"]), "registered curves are dataset="),
+                        (dict(runs=3.0), "runs must be Runs"), (dict(runs=str(path), law=["x"]), "a curve law is one"),
+                        (dict(runs=str(path), schedules={"a": "cosine:peak=1e-3,steps=9"}), "schedules: give a str"),
+                        (dict(dataset=[3]), "dataset: give a string"), (dict(runs=str(path), calibrate="yes"),
+                                                                         "True or False")):
         with pytest.raises(UserError, match=message):
             sl.fit_curve(**kw)

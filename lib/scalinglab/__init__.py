@@ -110,32 +110,49 @@ def fit_curve(runs=None, law: str = "multipower", *, dataset=None, schedules=(),
 
     from scalinglab.curves.report import fit_source
     from scalinglab.errors import UserError
-    from scalinglab.fitting.options import Resampling
-    from scalinglab.runs import read_frame
+    from scalinglab.runs import Runs
 
     if (runs is None) == (dataset is None):
-        raise UserError("sl.fit_curve: give runs (a CSV path, DataFrame or dict of columns) or dataset=, one of them")
-    if isinstance(schedules, str) or (where is not None and not isinstance(where, (str, list, tuple))):
-        raise UserError("sl.fit_curve: schedules and where are lists (of specs, of conditions such as 'step>100')")
-    Resampling(bootstrap, None, seed, level)   # the count, seed and level checked as every fit's are
-    datasets = [dataset] if isinstance(dataset, str) else list(dataset or ())
-    table = os.fspath(runs) if isinstance(runs, (str, os.PathLike)) else None if runs is None else _table(runs)
-    if table is not None and not isinstance(table, str):
+        raise UserError("sl.fit_curve: give runs (a CSV path, DataFrame, dict of columns or Runs) or dataset=, "
+                        "one of them")
+    label = None
+    if isinstance(runs, Runs):
+        runs, label = _frame(runs.table), runs.label
+    elif isinstance(runs, (list, tuple)) and runs and all(isinstance(r, str) for r in runs):
+        raise UserError("sl.fit_curve: runs is a list of names; registered curves are dataset=[...]")
+    elif runs is not None and not isinstance(runs, (str, os.PathLike)):
         import pandas as pd
 
-        table = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
-    return fit_source(table, datasets=datasets, schedules=list(schedules), where=[where] if isinstance(where, str)
-                      else where, law=law, n_boot=bootstrap, seed=seed, level=level, calibrate=calibrate,
-                      read=read_frame)
+        runs = _table(runs, "sl.fit_curve")
+        if not isinstance(runs, (dict, pd.DataFrame)):
+            raise UserError(f"sl.fit_curve: runs must be a CSV path, a DataFrame, a dict of columns or Runs, not "
+                            f"{type(runs).__name__}")
+        runs = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
+    return fit_source(runs, datasets=dataset, schedules=schedules, where=where, law=law, n_boot=bootstrap, seed=seed,
+                      level=level, calibrate=calibrate, label=label)
+
+
+def _frame(table):
+    """A ``Runs`` table as pandas: a CSV read by ``runs.read_table`` (text cells, an empty one read as "nan"; rows
+    named by their lines) as the DataFrame ``runs.read_frame`` gives; a dataset's DataFrame as it is."""
+    import numpy as np
+    import pandas as pd
+
+    from scalinglab.runs import Table
+
+    if not isinstance(table, Table):
+        return table
+    cols = {k: [np.nan if c == "nan" else c for c in v] for k, v in table.items()}
+    return pd.DataFrame(cols, index=pd.Index(table.lines, name="line"))
 
 
 # The column roles sl.fit takes by keyword (fitting.laws.table.Columns' roles).
 COLUMN_ROLES = ("n", "d", "c", "loss", "u", "x", "y")
 
 
-def _table(runs):
-    """A table given to sl.fit: a DataFrame as it is, a dict of columns checked for equal lengths (pandas' own
-    error named no column), anything else refused."""
+def _table(runs, who: str = "sl.fit"):
+    """A table given to ``who`` (sl.fit, sl.fit_curve): a DataFrame as it is, a dict of columns checked for equal
+    lengths (pandas' own error named no column), anything else refused."""
     from scalinglab.errors import UserError
 
     if isinstance(runs, dict):
@@ -144,13 +161,13 @@ def _table(runs):
             try:
                 lengths[k] = len(v)
             except TypeError:
-                raise UserError(f"sl.fit: column {k!r} is not a sequence of values") from None
+                raise UserError(f"{who}: column {k!r} is not a sequence of values") from None
         if len(set(lengths.values())) > 1:
             (a, la), (b, lb) = sorted(lengths.items(), key=lambda kv: kv[1])[::len(lengths) - 1]
-            raise UserError(f"sl.fit: columns of unequal length: {a!r} holds {la} values, {b!r} {lb}")
+            raise UserError(f"{who}: columns of unequal length: {a!r} holds {la} values, {b!r} {lb}")
         return runs
     if runs is None or isinstance(runs, (bool, int, float, bytes)):
-        raise UserError(f"sl.fit: runs must be Runs, a CSV path, a DataFrame or a dict of columns, not "
+        raise UserError(f"{who}: runs must be Runs, a CSV path, a DataFrame or a dict of columns, not "
                         f"{type(runs).__name__}")
     return runs
 

@@ -107,30 +107,53 @@ def fit_source(table=None, *, datasets=(), schedules=(), where=None, law: str = 
     schedules rebuilt step by step), each run's exact schedule from ``schedules`` (``--schedule`` specs:
     ``[RUN=]NAME:key=value,...`` or a CSV of run, step, lr), the rows ``where`` keeps (conditions ANDed), then
     :func:`fit_table`. ``label`` names the source in messages and the report."""
+    import os
+
     from scalinglab.curves.data import registered_table, schedule_specs
     from scalinglab.fitting.conditions import chosen
+    from scalinglab.fitting.options import Resampling
+    from scalinglab.runs import read_frame
 
+    datasets, schedules, where = (_texts(v, what) for v, what in ((datasets, "dataset"), (schedules, "schedules"),
+                                                                  (where, "where")))
     if (table is None) == (not datasets):
         raise UserError("fit a curve to a table of runs or to registered curves (datasets), one of them")
-    given = schedule_specs(list(schedules), read)
+    if not isinstance(law, str) or law not in LAWS:
+        raise UserError(f"law {law!r}: a curve law is one of {', '.join(LAWS)}")
+    if not isinstance(calibrate, bool):
+        raise UserError(f"calibrate {calibrate!r}: True or False")
+    n_boot = Resampling(n_boot, None, seed, level).n   # the count, seed and level checked as every fit's are
+    read = read or read_frame
+    given = schedule_specs(schedules, read)
     if datasets:
-        df, known = registered_table(list(datasets))
+        df, known = registered_table(datasets)
         label = label or ", ".join(datasets)
         given = {**known, **given}
     else:
-        df = read(table) if isinstance(table, str) and read is not None else table
+        table = os.fspath(table) if isinstance(table, os.PathLike) else table
+        df = read(table) if isinstance(table, str) else table
         label = label or (table if isinstance(table, str) else "table")
     if where:
         try:
-            df = df[chosen(df, list(where))]
+            df = df[chosen(df, where)]
         except OptionError as exc:
             raise exc.prefixed(f"{label}: ") from None
         except UserError as exc:
             raise UserError(f"{label}: {exc}") from None
     if df.empty:
         raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
-    return fit_table(df, law, n_boot=n_boot, seed=seed, level=level, source=label, schedules=given,
+    return fit_table(df, law, n_boot=int(n_boot), seed=seed, level=level, source=label, schedules=given,
                      calibrate=calibrate)
+
+
+def _texts(value, what: str) -> list[str]:
+    """A name, path or condition, or a list of them, as a list of strings; anything else a one-line UserError."""
+    import os
+
+    items = [] if value is None else [value] if isinstance(value, (str, os.PathLike)) else value
+    if isinstance(items, (list, tuple)) and all(isinstance(v, (str, os.PathLike)) for v in items):
+        return [os.fspath(v) for v in items]
+    raise UserError(f"{what}: give a string or a list of strings, not {type(value).__name__}")
 
 
 def fit_table(df, law: str = "multipower", *, n_boot: int = 0, seed: int = 0, level: float = 0.95,

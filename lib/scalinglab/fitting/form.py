@@ -66,6 +66,9 @@ class Law:
     # exponents whose SE is judged against their value (``results.WEAK_REL_SE``). Default: the ``log`` params.
     log_scale: tuple[str, ...] | None = None
     exponents: tuple[str, ...] = ()
+    # The parameters ``set`` changed from the registered form (held, tied, bounded or started): a solver that
+    # fits every parameter freely refuses a law with any.
+    edited: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -128,7 +131,8 @@ class Law:
         if held and not lo <= changes.get("value", p.value) <= hi:
             raise UserError(f"{p.name} held at {changes.get('value', p.value):g}: outside [{lo:g}, {hi:g}]")
         new = replace(p, **changes)
-        return replace(self, params=tuple(new if q.name == p.name else q for q in self.params))
+        edited = self.edited + (() if p.name in self.edited else (p.name,))
+        return replace(self, params=tuple(new if q.name == p.name else q for q in self.params), edited=edited)
 
     def describe(self) -> str:
         """Several lines: the form, its citation and what each parameter means."""

@@ -2,9 +2,11 @@
 
 The format (version 2) is a zip archive holding one member, ``fit.json``, a JSON object:
 
-- ``format``: ``"scalinglab-fit"``; ``version``: 1; ``written_by``: the scalinglab version;
+- ``format``: ``"scalinglab-fit"``; ``version``: 2 (1 without ``content_sha256``); ``written_by``: the scalinglab
+  version;
 - ``law``: E, A, B, alpha, beta; ``fit``: objective, status, at_bound, unidentified, n_rows, n_starts, grad_norm;
-- ``options``: every ``FitOptions`` field (Huber δ, bounds, tolerances, fixed parameters, tied exponents);
+- ``options``: one flat record, ``FitOptions``' own fields (Huber δ, fixed parameters, tied exponents, start, and
+  objective and solver where set) with the Newton solver's ``NewtonSettings`` (box, grid sizes, tolerances);
 - ``bootstrap``: null, or samples (converged replicates × E, A, B, alpha, beta), converged (one bool per
   resample), n_boot, n_failed, level, seed, free, constant, unit, n_units;
 - ``data``: the fitted runs (N, D, loss), the column names they came from (``columns``), the source, the

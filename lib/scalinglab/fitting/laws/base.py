@@ -353,10 +353,8 @@ def _own_result(solver, law: Law, inputs, y, opts: FitOptions, fixed):
     missing = [r for r in law.inputs if r not in inputs]
     if missing:
         raise UserError(f"law {law.name} needs {', '.join(ROLE_NAMES[r] for r in missing)}")
-    from scalinglab.fitting.laws import get as registered
-
     held = dict(opts.fixed) if fixed is None else dict(fixed)
-    changed = [p.name for p, q in zip(law.params, registered(law.name).params) if p != q]   # law.set(...)
+    changed = law.edited   # law.set(...): held, tied, bounded or started
     refused = ((f"parameters set on the law ({', '.join(changed)})", bool(changed)), ("fixed parameters", bool(held)),
                ("tied parameters", bool(opts.tied or opts.tie_exponents)),
                ("a bootstrap", bool(opts.resampling.n)), ("a Huber objective", opts.objective == "huber"),
