@@ -342,7 +342,7 @@ def test_human_output_marks_fixed_and_tied_parameters(runs_csv, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--fix", "E"], "--fix 'E': expected NAME=VALUE"),
-    (["--fix", "gamma=1"], "--fix gamma=1: unknown parameter 'gamma'; one of E, A, B, alpha, beta"),
+    (["--fix", "gamma=1"], "--fix gamma=1: law chinchilla has no parameter 'gamma'; its parameters are E, A, B, alpha, beta"),
     (["--fix", "E=high"], "--fix E=high: fixed E must be a number, not 'high'"),
     (["--fix", "A=-3"], "--fix A=-3: fixed A must be a positive number, not -3"),
     (["--fix", "alpha=0", "--fix", "beta=0"], "--fix alpha=0: fixed alpha must be positive, not 0"),

@@ -102,27 +102,14 @@ def _newton(args):
 def _chinchilla_options(args):
     """(FitOptions, fixed) for Chinchilla's solver from --fix, --tie, --tie-exponents, --start and --delta, or a
     UserError naming the flag and the value."""
-    from scalinglab.cli.law_flags import parse_tie
-    from scalinglab.errors import UserError
-    from scalinglab.fitting.chinchilla_law import PARAMS
-    from scalinglab.fitting.options import FitOptions, fixed_value, param_name, parametrisation
-
-    fixed = []
-    for text in args.fix or []:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(PARAMS)}, "
-                            "e.g. --fix E=1.69")
-        try:
-            canon = param_name(name)
-            fixed.append((canon, fixed_value(canon, value.strip())))
-        except UserError as exc:
-            raise UserError(f"--fix {text}: {said(exc)}") from None
+    from scalinglab.cli.law_flags import parse_fix, parse_tie
     from scalinglab.cli.tables import check_delta
-
-    delta = check_delta(getattr(args, "delta", None))
+    from scalinglab.errors import UserError
     from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.options import FitOptions, fixed_value, parametrisation
 
+    fixed = list(parse_fix(args.fix, CHINCHILLA, value=fixed_value).items())   # its solver's rules for the values
+    delta = check_delta(getattr(args, "delta", None))
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
     try:
         options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, settings=_newton(args),

@@ -48,25 +48,31 @@ def _needs(law) -> str:
     return f"it reads {', '.join(names[r] for r in law.inputs)} and predicts {target}"
 
 
-def parse_fix(items, law) -> dict[str, float]:
-    """--fix NAME=VALUE for a registry law, or a UserError naming the flag."""
+def parse_fix(items, law, value=None) -> dict[str, float]:
+    """--fix NAME=VALUE for any law (NAME in any case), the one parser of the flag, or a UserError naming it.
+    ``value(name, text)`` checks a value where a law's own solver has rules of its own (Chinchilla's:
+    ``fitting.options.fixed_value``); else it must be a number."""
     from scalinglab.errors import UserError
 
     out = {}
     for text in items or []:
-        name, sep, value = text.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            v = float(value)
-        except ValueError:
-            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(law.names)}") from None
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise UserError(f"--fix {text!r}: expected NAME=VALUE with NAME one of {', '.join(law.names)}, e.g. "
+                            f"--fix {law.names[0]}={law.params[0].starts[-1]:g}")
         try:
             canon = law.param(name.strip()).name
+            if value is not None:
+                v = value(canon, raw.strip())
+            else:
+                try:
+                    v = float(raw)
+                except ValueError:
+                    raise UserError(f"fixed {canon} must be a number, not {raw.strip()!r}") from None
         except UserError as exc:
             raise UserError(f"--fix {text}: {said(exc)}") from None
         if canon in out:
-            raise UserError(f"--fix {text}: {canon} is fixed twice")
+            raise UserError(f"--fix {text}: {canon} is fixed twice ({out[canon]:g} and {v:g})")
         out[canon] = v
     return out
 
