@@ -110,14 +110,14 @@ def fit_curve(runs=None, law: str = "multipower", *, dataset=None, schedules=(),
 
     from scalinglab.curves.report import fit_source
     from scalinglab.errors import UserError
-    from scalinglab.runs import Runs
+    from scalinglab.runs import Runs, Table
 
     if (runs is None) == (dataset is None):
         raise UserError("sl.fit_curve: give runs (a CSV path, DataFrame, dict of columns or Runs) or dataset=, "
                         "one of them")
     label = None
     if isinstance(runs, Runs):
-        runs, label = _frame(runs.table), runs.label
+        runs, label = (runs.table.to_frame() if isinstance(runs.table, Table) else runs.table), runs.label
     elif isinstance(runs, (list, tuple)) and runs and all(isinstance(r, str) for r in runs):
         raise UserError("sl.fit_curve: runs is a list of names; registered curves are dataset=[...]")
     elif runs is not None and not isinstance(runs, (str, os.PathLike)):
@@ -130,20 +130,6 @@ def fit_curve(runs=None, law: str = "multipower", *, dataset=None, schedules=(),
         runs = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
     return fit_source(runs, datasets=dataset, schedules=schedules, where=where, law=law, n_boot=bootstrap, seed=seed,
                       level=level, calibrate=calibrate, label=label)
-
-
-def _frame(table):
-    """A ``Runs`` table as pandas: a CSV read by ``runs.read_table`` (text cells, an empty one read as "nan"; rows
-    named by their lines) as the DataFrame ``runs.read_frame`` gives; a dataset's DataFrame as it is."""
-    import numpy as np
-    import pandas as pd
-
-    from scalinglab.runs import Table
-
-    if not isinstance(table, Table):
-        return table
-    cols = {k: [np.nan if c == "nan" else c for c in v] for k, v in table.items()}
-    return pd.DataFrame(cols, index=pd.Index(table.lines, name="line"))
 
 
 # The column roles sl.fit takes by keyword (fitting.laws.table.Columns' roles).

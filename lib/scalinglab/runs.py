@@ -80,6 +80,15 @@ class Table(dict):
 
     lines: list[int]
 
+    def to_frame(self):
+        """The table as pandas, as ``read_frame`` gives a CSV: a missing cell (read as "nan") NaN, rows named by
+        their lines."""
+        import numpy as np
+        import pandas as pd
+
+        cols = {k: [np.nan if c == "nan" else c for c in v] for k, v in self.items()}
+        return pd.DataFrame(cols, index=pd.Index(self.lines, name="line"))
+
 
 def read_table(path: str) -> Table:
     """A CSV's columns by name, read with the csv module (no pandas: `scalinglab fit` starts fast), each row's

@@ -122,7 +122,7 @@ def fit_source(table=None, *, datasets=(), schedules=(), where=None, law: str = 
         raise UserError(f"law {law!r}: a curve law is one of {', '.join(LAWS)}")
     if not isinstance(calibrate, bool):
         raise UserError(f"calibrate {calibrate!r}: True or False")
-    n_boot = Resampling(n_boot, None, seed, level).n   # the count, seed and level checked as every fit's are
+    n_boot = int(Resampling(n_boot, None, seed, level).n)   # the count, seed and level checked as every fit's are
     read = read or read_frame
     given = schedule_specs(schedules, read)
     if datasets:
@@ -142,7 +142,7 @@ def fit_source(table=None, *, datasets=(), schedules=(), where=None, law: str = 
             raise UserError(f"{label}: {exc}") from None
     if df.empty:
         raise UserError(f"{label}: no runs to fit (the table has a header and no rows)")
-    return fit_table(df, law, n_boot=int(n_boot), seed=seed, level=level, source=label, schedules=given,
+    return fit_table(df, law, n_boot=n_boot, seed=seed, level=level, source=label, schedules=given,
                      calibrate=calibrate)
 
 
