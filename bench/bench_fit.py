@@ -1,6 +1,6 @@
 """Speed of the Chinchilla fit on Epoch's 240 rows, against scipy in the same run.
 
-1. Grid fit: scalinglab.fitting.approach3.fit_arrays (all 4,500 starts scored at once, the
+1. Grid fit: scalinglab.fitting.chinchilla.approach3.fit_arrays (all 4,500 starts scored at once, the
    best optimised by the batched Newton solver) against Hoffmann's procedure
    as written, scipy L-BFGS-B (analytic gradient) from each of the same 4,500
    starts. Prints the ratio and both optima.
@@ -30,8 +30,8 @@ def main() -> int:
 
     from scalinglab import data
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting.lbfgs_reference import lbfgs_per_start
+    from scalinglab.fitting.chinchilla import approach3 as F
+    from scalinglab.fitting.chinchilla.lbfgs_reference import lbfgs_per_start
     from scalinglab.fitting.rows import resample_counts
 
     try:

@@ -4,7 +4,7 @@
    4,500 starts scored, the best 50 refined by the batched Newton solver, 3 finalists polished) against
    ``FitOptions(settings=NewtonSettings(start="varpro"))`` (one start from variable projection, the same Newton
    polish). Prints both optima, their difference and the time ratio.
-2. The bare least-squares fit by variable projection (``fitting.varpro.fit_varpro``) on noise-free rows of a
+2. The bare least-squares fit by variable projection (``fitting.frontier.varpro.fit_varpro``) on noise-free rows of a
    known law: how far from the truth, and how long, against the grid solver on the same rows.
 
 Run: SCALINGLAB_DATA_MIRROR=../shared/data python bench/bench_varpro.py
@@ -21,9 +21,9 @@ from timing import best_of
 def main() -> int:
     from scalinglab import data
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
-    from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw
-    from scalinglab.fitting.varpro import fit_varpro
+    from scalinglab.fitting.chinchilla import approach3 as F
+    from scalinglab.fitting.chinchilla.law import PARAMS, ScalingLaw
+    from scalinglab.fitting.frontier.varpro import fit_varpro
 
     try:
         table = data.load("epoch-chinchilla")

@@ -16,12 +16,13 @@ import pandas as pd
 import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
+from scalinglab.fitting.chinchilla.newton import batched_solve, objective, row_blocks
+from scalinglab.fitting.chinchilla.settings import NewtonSettings
 from scalinglab.fitting.frontier import envelope, isoflop
 from scalinglab.fitting.frontier.wls import t_quantile, wls_line
-from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions, NewtonSettings
-from scalinglab.fitting.solver import batched_solve, objective, row_blocks
+from scalinglab.fitting.options import MAX_RESAMPLES, FitOptions
 
 TRUE = ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 

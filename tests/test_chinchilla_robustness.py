@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import envelope as E
 from scalinglab.fitting.rows import resample_counts
 from scalinglab.papers import chinchilla_robustness as R

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from scalinglab.cli import main
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 
@@ -55,7 +55,7 @@ def test_bootstrap_and_drop_highest_appear_in_json(runs_csv, capsys):
 def test_json_is_strict_when_an_se_is_undefined():
     # One replicate has no standard deviation: it must serialise as null, not as NaN (which is not JSON).
     # (The CLI refuses --bootstrap 1, below; the library still allows it.)
-    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.chinchilla import approach3 as F
     from scalinglab.serialization import dumps
 
     rng = np.random.default_rng(0)

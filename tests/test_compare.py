@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 from scalinglab.cli import main
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.studies.systems import compare
 
 LAW_A = ScalingLaw(E=1.7, A=480.0, B=2100.0, alpha=0.30, beta=0.34)

@@ -60,8 +60,8 @@ def test_chain_refuses_in_one_line(ladder, capsys, edit, flags, message):
 
 
 def test_translate_a_saved_fit(tmp_path, capsys):
-    from scalinglab.fitting import approach3 as F
     from scalinglab.fitting import saved
+    from scalinglab.fitting.chinchilla import approach3 as F
 
     n = np.repeat(np.geomspace(1e7, 1e9, 6), 4)
     d = n * np.tile([10, 20, 40, 80], 6)

@@ -13,8 +13,8 @@ import test_saved_fit
 from conftest import refused
 from scalinglab.errors import UserError
 from scalinglab.files import atomic_write, check_count, regular_file
-from scalinglab.fitting import approach3 as F
 from scalinglab.fitting import saved
+from scalinglab.fitting.chinchilla import approach3 as F
 from test_saved_fit import _rewrite
 
 # The runs and the saved fit (60 bootstrap replicates) of test_saved_fit, shared rather than fitted again.

@@ -5,7 +5,7 @@ exclusion shares and flagged fits (fitting.studies.subsets)."""
 import numpy as np
 import pandas as pd
 import pytest
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.studies import subsets as S
 from scalinglab.papers import gadre as O
 
@@ -24,7 +24,7 @@ def test_compare_procedures_recovers_an_exact_tied_law_and_records_refusals():
     target = {"1.4B": (t["N"] > 1e9).to_numpy()}
     small = (t["N"] < 1e9).to_numpy()
     sets = {"all 16": small, "5 runs": small & (t["D"] / t["N"] == 20).to_numpy() | (np.arange(17) == 3)}
-    rows = O.compare_procedures(t, sets, target, hoffmann={"tied": F.FitOptions(tie_exponents=True)},
+    rows = O.compare_procedures(t, sets, target, hoffmann={"tied": F.FitOptions(tied={"beta": "alpha"})},
                                 n_boot=10, seed=0)
     assert [(r["training set"], r["fit"]) for r in rows] == [
         ("all 16", O.GADRE_FIT), ("all 16", "tied"), ("5 runs", O.GADRE_FIT), ("5 runs", "tied")]

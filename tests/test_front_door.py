@@ -8,7 +8,7 @@ import pytest
 import scalinglab as sl
 from scalinglab.cli import main
 from scalinglab.errors import UserError
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 

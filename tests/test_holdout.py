@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.studies import holdout as H
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)

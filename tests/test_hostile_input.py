@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import refused
 from scalinglab.cli import main
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 

@@ -39,7 +39,7 @@ def test_an_exact_fit_loads_when_its_objective_is_recomputed_by_another_kernel(t
     gave), still loads; an edit of the law by 1e-6 in E does not."""
     out = _flat_fit(tmp_path)
     capsys.readouterr()
-    from scalinglab.fitting import solver
+    from scalinglab.fitting.chinchilla import newton as solver
 
     real = solver.objective
     monkeypatch.setattr(solver, "objective", lambda *a, **k: real(*a, **k) * 1.19)
@@ -279,7 +279,7 @@ def test_every_size_cap_is_in_the_counts_table_with_its_reason():
 
 def test_varpro_profiles_the_grid_in_chunks_with_the_same_answer(monkeypatch):
     """The whole 1,600-pair grid over 300,000 rows asked for 3.6 GiB at once; in chunks the answer is the same."""
-    from scalinglab.fitting import varpro
+    from scalinglab.fitting.frontier import varpro
 
     N, D, L = simulate(50, 4)
     whole = varpro.search(np.log(N), np.log(D), L)
@@ -291,7 +291,7 @@ def test_varpro_profiles_the_grid_in_chunks_with_the_same_answer(monkeypatch):
 def test_varpro_over_its_row_cap_is_refused(monkeypatch):
     from scalinglab.errors import UserError
     from scalinglab.files import SIZES
-    from scalinglab.fitting import varpro
+    from scalinglab.fitting.frontier import varpro
 
     monkeypatch.setitem(SIZES, "varpro_rows", (10, "rows", "test"))
     N, D, L = simulate(20, 4)

@@ -74,7 +74,7 @@ def test_chain_refuses_percentages_in_the_targets_and_a_negative_task_loss(ladde
 
 @pytest.fixture
 def translation(tmp_path):
-    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.chinchilla import approach3 as F
 
     n = np.repeat(np.geomspace(1e7, 1e9, 6), 4)
     d = n * np.tile([10, 20, 40, 80], 6)
@@ -136,7 +136,7 @@ def test_a_forged_converged_fit_whose_gradient_is_not_small_is_refused(fitted, t
     import json
     import zipfile
 
-    from scalinglab.fitting.solver import objective
+    from scalinglab.fitting.chinchilla.newton import objective
 
     _, good, _ = fitted
     with zipfile.ZipFile(good) as zf:

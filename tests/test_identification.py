@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scalinglab.fitting import approach3
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.results import WEAK_SE_LOG
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu_sweep_runs.csv"

@@ -8,8 +8,8 @@ import pytest
 import scalinglab as sl
 from scalinglab.cli import main
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions, Resampling
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.runs import Runs

@@ -7,7 +7,7 @@ import pytest
 import scalinglab as sl
 from conftest import refused
 from scalinglab.errors import RowError, UserError
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.studies import holdout as H
 
 

@@ -12,7 +12,7 @@ import scalinglab as sl
 from conftest import refused
 from scalinglab.cli import main
 from scalinglab.errors import UserError
-from scalinglab.fitting.approach3 import CHINCHILLA
+from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
 from scalinglab.fitting.expressions import parse
 from scalinglab.fitting.laws import get as get_law
 from scalinglab.fitting.laws.base import fit_law
@@ -130,10 +130,10 @@ def test_circles_and_fully_held_laws_are_refused():
     assert fit.fixed["beta"] == 0.3 and fit.n_free == 1
     with pytest.raises(UserError, match="nothing left to fit"):
         fit_law(held.set("beta", expr="alpha").set("B", expr="2*A"), x, y, LS)
-    # Chinchilla's tie_exponents is beta = alpha for the generic solver too: one tied optimum.
-    tied = fit_law(CHINCHILLA, x, y, FitOptions(tie_exponents=True, solver="least-squares"))
+    # Chinchilla's tie beta = alpha, by the generic solver too: one tied optimum.
+    tied = fit_law(CHINCHILLA, x, y, FitOptions(tied={"beta": "alpha"}, solver="least-squares"))
     assert tied.ties == {"beta": "alpha"} and tied.params["alpha"] == pytest.approx(
-        fit_law(CHINCHILLA, x, y, FitOptions(tie_exponents=True)).params["alpha"], rel=1e-4)
+        fit_law(CHINCHILLA, x, y, FitOptions(tied={"beta": "alpha"})).params["alpha"], rel=1e-4)
 
 
 @pytest.mark.parametrize("text", ["__import__('os').system('true')", "alpha.real", "lambda: 1", "[alpha]",

@@ -258,7 +258,7 @@ def test_e_profile_is_lowest_at_the_laws_own_e_and_moves_a_with_e():
 def test_e_at_its_floor_is_counted_in_the_bootstrap():
     from dataclasses import replace
 
-    from scalinglab.fitting.chinchilla_law import ScalingLaw
+    from scalinglab.fitting.chinchilla.law import ScalingLaw
 
     rows = _gadre_like_rows()
     noise = np.exp(0.003 * np.random.default_rng(2).standard_normal(len(rows)))

@@ -12,11 +12,11 @@ from scalinglab.curves import fit as curve_fit
 from scalinglab.curves.laws import LAWS, Curve, prepare
 from scalinglab.downstream.chain import fit_chain
 from scalinglab.downstream.loss_to_loss import fit_loss_to_loss
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import envelope, isoflop
+from scalinglab.fitting.frontier.varpro import fit_varpro
 from scalinglab.fitting.protocol import STATUSES, FitResult
 from scalinglab.fitting.results import STATUSES as RESULT_STATUSES
-from scalinglab.fitting.varpro import fit_varpro
 from scalinglab.papers import gadre, warmup
 from scalinglab.schedules import Schedule
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scalinglab.errors import UserError
 from scalinglab.fitting import laws, solvers
-from scalinglab.fitting.approach3 import CHINCHILLA, fit_arrays
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA, fit_arrays
+from scalinglab.fitting.chinchilla.law import ScalingLaw
+from scalinglab.fitting.frontier.varpro import fit_varpro
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.varpro import fit_varpro
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "scalinglab"
 # The solvers' own modules: the table, its entries and the Newton solver they share.
-SOLVER_MODULES = {"fitting/solvers.py", "fitting/approach3.py", "fitting/solver.py", "fitting/varpro.py",
+SOLVER_MODULES = {"fitting/solvers.py", "fitting/chinchilla/approach3.py", "fitting/chinchilla/newton.py", "fitting/frontier/varpro.py",
                   "fitting/laws/base.py", "curves/fit.py"}
 INTERNALS = re.compile(r"\b(batched_solve|fit_arrays|fit_varpro|generic_solver|_local_solve|huber_solver|"
                        r"early_stopped_solver)\(")
@@ -108,7 +108,7 @@ def test_a_name_is_one_estimator_wherever_it_is_called():
 def test_the_refit_is_the_bootstrap_solve():
     # Resample weights refitted by the solver's refit from the fit are the bootstrap's replicates: the same
     # Newton solve, so the same parameters for the same counts.
-    from scalinglab.fitting.approach3 import bootstrap
+    from scalinglab.fitting.chinchilla.approach3 import bootstrap
 
     N, D, L = _runs(1)
     fit = fit_arrays(N, D, L)
@@ -188,8 +188,8 @@ def test_solvers_are_told_apart_by_what_they_are_and_results_name_them():
 def test_the_newton_solver_s_settings_are_its_own_and_only_it_takes_them():
     """``FitOptions`` is law-agnostic: Chinchilla's Newton settings live in ``NewtonSettings``, its defaults are
     the fit without them, a changed setting changes that solver's fit, and another solver refuses them."""
+    from scalinglab.fitting.chinchilla.settings import NewtonSettings
     from scalinglab.fitting.laws.base import fit_law
-    from scalinglab.fitting.options import NewtonSettings
 
     N, D, L = _runs()
     x = {"n": N, "d": D}

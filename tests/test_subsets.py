@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.studies import subsets as S
 
 TIED = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.36, beta=0.36)
@@ -32,7 +32,7 @@ def test_draws_are_subsets_seeded_per_size():
 
 def test_free_fits_are_refused_below_ten_runs_and_tied_ones_are_not():
     N, D, L = grid_runs()
-    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tie_exponents=True)}
+    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tied={"beta": "alpha"})}
     fits = S.subset_fits(N, D, L, [8, 12], variants, n_draws=6, seed=0, budget=1e22)
     assert len(fits.records) == 2 * 6 * 2
     by = {(r["variant"], r["size"]): [] for r in fits.records}
@@ -57,7 +57,7 @@ def test_free_fits_are_refused_below_ten_runs_and_tied_ones_are_not():
 def test_summary_measures_bias_against_the_reference():
     N, D, L = grid_runs(law=F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.30, beta=0.40), noise=0.002)
     truth = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.30, beta=0.40)  # a = 4/7 ≈ 0.571
-    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tie_exponents=True)}
+    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tied={"beta": "alpha"})}
     fits = S.subset_fits(N, D, L, [24], variants, n_draws=8, seed=1)
     s = {r["variant"]: r for r in S.summarise(fits, truth)}
     # Tying forces a = 0.5, 0.071 below the truth, in every draw; the free fits on 24 runs with 0.2%
@@ -138,7 +138,7 @@ def test_coverage_counts_the_intervals_that_contain_the_reference():
 def test_bootstrapped_subsets_give_tied_fits_a_point_interval_for_a():
     truth = F.ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.30, beta=0.40)  # a ≈ 0.571
     N, D, L = grid_runs(law=truth, noise=0.005, seed=2)
-    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tie_exponents=True)}
+    variants = {"free": F.FitOptions(), "tied": F.FitOptions(tied={"beta": "alpha"})}
     fits = S.subset_fits(N, D, L, [8, 16], variants, n_draws=3, seed=0, budget=1e22, n_boot=40, boot_draws=2,
                          boot_sizes=[16])
     booted = [r for r in fits.records if "n_opt_ci" in r]

@@ -4,7 +4,7 @@ known inputs, known text; blanks where a value does not exist."""
 import numpy as np
 import pandas as pd
 import pytest
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.predictions import Predictions
 from scalinglab.fitting.studies import holdout as H
 from scalinglab.fitting.studies import tables as T

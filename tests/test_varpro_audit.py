@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw
+from scalinglab.fitting.chinchilla.law import PARAMS, ScalingLaw
+from scalinglab.fitting.frontier.varpro import fit_varpro, profile
 from scalinglab.fitting.studies import estimator_audit as EA
-from scalinglab.fitting.varpro import fit_varpro, profile
 
 HOFFMANN = ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 
@@ -62,7 +62,7 @@ def test_varpro_refuses_bad_rows():
 
 
 def test_varpro_solver_finds_the_grid_optimum():
-    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.chinchilla import approach3 as F
 
     N, D, L = runs(HOFFMANN, 60)
     L = L * np.exp(0.01 * np.random.default_rng(2).standard_normal(len(L)))
@@ -73,7 +73,7 @@ def test_varpro_solver_finds_the_grid_optimum():
     for p in PARAMS:
         assert getattr(vp, p) == pytest.approx(getattr(grid, p), rel=1e-6), p
     with pytest.raises(UserError, match="grid start"):
-        F.FitOptions(settings=F.NewtonSettings(start="varpro"), fixed={"E": 1.7})
+        F.chinchilla_options(F.FitOptions(settings=F.NewtonSettings(start="varpro"), fixed={"E": 1.7}))
     with pytest.raises(UserError, match="start must be"):
         F.NewtonSettings(start="lbfgs")
 
@@ -183,7 +183,7 @@ def test_clopper_pearson_is_exact_and_never_below_nominal():
 
 
 def test_every_estimator_sees_every_replicate_and_approach3_starts_from_its_grid(monkeypatch):
-    from scalinglab.fitting import approach3
+    from scalinglab.fitting.chinchilla import approach3
 
     solvers = []
     real = approach3.fit_arrays

@@ -169,10 +169,14 @@ def __getattr__(name: str):
         from scalinglab.fitting.results import LawFit
 
         return LawFit
-    if name in ("FitOptions", "NewtonSettings", "Resampling"):
+    if name in ("FitOptions", "Resampling"):
         from scalinglab.fitting import options
 
         return getattr(options, name)
+    if name == "NewtonSettings":
+        from scalinglab.fitting.chinchilla.settings import NewtonSettings
+
+        return NewtonSettings
     raise AttributeError(f"module 'scalinglab' has no attribute {name!r}")
 
 

@@ -77,7 +77,7 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
     n, d, y = (t[k].to_numpy(float) for k in ("n", "d", "loss"))
     res = None
     if estimator == "approach3":
-        from scalinglab.fitting.approach3 import CHINCHILLA
+        from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
         from scalinglab.fitting.laws.base import fit_law
         from scalinglab.fitting.options import FitOptions
 
@@ -85,7 +85,7 @@ def _law(law: str, estimator: str, t: pd.DataFrame, n_boot: int, seed: int, n_ra
         predict, k, status = (lambda q: res.loss(q["n"].to_numpy(float), q["d"].to_numpy(float))), res.n_free, \
             res.status
     elif estimator == "varpro":
-        from scalinglab.fitting.approach3 import CHINCHILLA
+        from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
         from scalinglab.fitting.solvers import solve
 
         f = solve("varpro", CHINCHILLA, {"n": n, "d": d}, y, tol=1e-7)

@@ -36,7 +36,7 @@ def _proposal(path: str, args):
 
     from scalinglab.cli.tables import named_row
     from scalinglab.errors import UserError
-    from scalinglab.fitting.approach3 import chinchilla_arrays
+    from scalinglab.fitting.chinchilla.approach3 import chinchilla_arrays
     from scalinglab.runs import read_table
 
     table = read_table(path)
@@ -53,7 +53,7 @@ def _run(args) -> int:
     from scalinglab.cli.compare import read_runs
     from scalinglab.cli.tables import check_delta, check_level, check_resampling
     from scalinglab.errors import UserError
-    from scalinglab.fitting import approach3 as F
+    from scalinglab.fitting.chinchilla import approach3 as F
     from scalinglab.fitting.laws.base import fit_law
     from scalinglab.fitting.options import FitOptions
     from scalinglab.fitting.studies.design import check_proposal, design

@@ -93,7 +93,7 @@ def law_solvers() -> tuple[str, ...]:
 
 def _newton(args):
     """Chinchilla's Newton solver's settings from --start (None: its defaults)."""
-    from scalinglab.fitting.options import NewtonSettings
+    from scalinglab.fitting.chinchilla.settings import NewtonSettings
 
     start = getattr(args, "start", "grid")
     return None if start == "grid" else NewtonSettings(start=start)
@@ -105,15 +105,22 @@ def _chinchilla_options(args):
     from scalinglab.cli.law_flags import parse_fix, parse_tie
     from scalinglab.cli.tables import check_delta
     from scalinglab.errors import UserError
-    from scalinglab.fitting.approach3 import CHINCHILLA
-    from scalinglab.fitting.options import FitOptions, fixed_value, parametrisation
+    from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
+    from scalinglab.fitting.chinchilla.settings import fixed_value, parametrisation
+    from scalinglab.fitting.options import FitOptions
 
     fixed = list(parse_fix(args.fix, CHINCHILLA, value=fixed_value).items())   # its solver's rules for the values
     delta = check_delta(getattr(args, "delta", None))
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
+    if args.tie_exponents:   # beta = alpha, Chinchilla's one tie, where --tie names none for beta
+        tied = tied if any(k == "beta" for k, _ in tied) else (*tied, ("beta", "alpha"))
+        held = [v for k, v in fixed if k in ("alpha", "beta")]
+        if len(held) == 1:   # one exponent of the tied pair held: both held there, nothing left to tie
+            fixed += [("beta" if k == "alpha" else "alpha", v) for k, v in fixed if k in ("alpha", "beta")]
+            tied = tuple((k, v) for k, v in tied if (k, v) != ("beta", "alpha"))
     try:
-        options = FitOptions(fixed=fixed, tie_exponents=args.tie_exponents, settings=_newton(args),
-                             delta=delta, tied=tied, solver=getattr(args, "solver", None))
+        options = FitOptions(fixed=fixed, settings=_newton(args), delta=delta, tied=tied,
+                             solver=getattr(args, "solver", None))
         if options.solver in (None, "chinchilla-newton"):
             parametrisation(options)  # its Newton solver ties beta to alpha only: say so before reading the runs
         return options, dict(options.fixed)

@@ -51,7 +51,7 @@ def _needs(law) -> str:
 def parse_fix(items, law, value=None) -> dict[str, float]:
     """--fix NAME=VALUE for any law (NAME in any case), the one parser of the flag, or a UserError naming it.
     ``value(name, text)`` checks a value where a law's own solver has rules of its own (Chinchilla's:
-    ``fitting.options.fixed_value``); else it must be a number."""
+    ``fitting.chinchilla.settings.fixed_value``); else it must be a number."""
     from scalinglab.errors import UserError
 
     out = {}

@@ -121,7 +121,7 @@ def approach3_fit(points: list[dict], losses=None) -> dict | None:
     its floor (E ≈ 0, log E at the solver's natural floor): then the fit has no irreducible loss and a is set by
     whatever split of the curvature between N and D the few points allow, not identified. None when the fit
     fails or a is not finite."""
-    from scalinglab.fitting.approach3 import CHINCHILLA, NATURAL_FLOOR
+    from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA, NATURAL_FLOOR
     from scalinglab.fitting.laws.base import fit_law
 
     N = np.array([p["n"] for p in points], float)

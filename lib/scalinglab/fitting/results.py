@@ -19,7 +19,7 @@ import numpy as np
 from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.options import FitOptions, NewtonSettings, min_rows, parametrisation
+from scalinglab.fitting.options import FitOptions, min_rows
 from scalinglab.fitting.protocol import STATUSES  # noqa: F401  (re-exported: the one status vocabulary)
 from scalinglab.serialization import to_jsonable
 
@@ -217,7 +217,7 @@ class LawFit:
 
     @property
     def scaling_law(self):
-        """The law's closed form at these parameters (``fitting.chinchilla_law.ScalingLaw`` for Chinchilla), or a
+        """The law's closed form at these parameters (``fitting.chinchilla.law.ScalingLaw`` for Chinchilla), or a
         UserError for a law without one."""
         if self.law.closed_form is None:
             raise UserError(f"law {self.law.name} has no closed-form compute-optimal allocation")
@@ -268,8 +268,9 @@ class LawFit:
     @property
     def free(self) -> tuple[str, ...]:
         """The parameters the fit estimated (alpha stands for a tied pair)."""
-        if self.options is not None:
-            return parametrisation(self.options).names
+        if self.options is not None:   # a fit of a law's own solver, its one tie in the options (beta = alpha)
+            dropped = {k for k, _ in self.options.tied} if self.tied else set()
+            return tuple(k for k in self.law.names if k not in self.fixed and k not in dropped)
         return tuple(k for k in self.law.names if k not in self.fixed and k not in self.ties)
 
     @property
@@ -278,8 +279,14 @@ class LawFit:
 
     @property
     def tied(self) -> bool:
-        """Whether beta was tied to alpha (and not fixed with it)."""
-        return self.options is not None and bool(parametrisation(self.options).tied)
+        """Whether beta was tied to alpha (and not fixed with it): the tie of Chinchilla's solver, in its options."""
+        return (self.options is not None and bool(self.options.tied)
+                and not {v for kv in self.options.tied for v in kv} <= self.fixed.keys())
+
+    @property
+    def start(self) -> str:
+        """Where the solver started: Hoffmann's "grid" unless its settings say otherwise ("varpro")."""
+        return getattr(self.options.settings if self.options is not None else None, "start", "grid")
 
     @cached_property
     def bse(self) -> dict[str, float]:
@@ -375,7 +382,7 @@ class LawFit:
         out["solver"] = self.solver or self.law.solver   # the estimator, by its name in fitting.solvers
         if self.options is not None:
             out["tie_exponents"] = self.tied
-            out["start"] = self.options.settings_for(NewtonSettings).start
+            out["start"] = self.start
         ic = self.information_criteria()
         if ic:
             out["information_criteria"] = ic
@@ -390,7 +397,7 @@ class LawFit:
         law, bs = self.law, self.bootstrap
         how = (f"Huber delta {self.delta:g} on {law.space} residuals" if self.objective_kind == "huber"
                else f"least squares on {law.space} residuals")
-        start = self.options.settings_for(NewtonSettings).start if self.options is not None else "grid"
+        start = self.start
         lines = [f"{source}: {self.n_rows} runs" + (f" ({n_dropped} highest losses dropped)" if n_dropped else "")
                  + f"; law {law.name}: {law.formula}", law.citation,
                  how + (f", {self.n_starts} starts" if start == "grid" else ", one start, the least-squares law "

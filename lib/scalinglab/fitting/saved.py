@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import OptionError, UserError, printable
-from scalinglab.fitting.approach3 import CHINCHILLA, chinchilla_fit
-from scalinglab.fitting.chinchilla_law import PARAMS
+from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA, chinchilla_fit
+from scalinglab.fitting.chinchilla.law import PARAMS
+from scalinglab.fitting.chinchilla.settings import NewtonSettings, chinchilla_options
 from scalinglab.fitting.domain import Domain
-from scalinglab.fitting.options import FitOptions, NewtonSettings
+from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import STATUSES, Bootstrap, LawFit
 
 FORMAT = "scalinglab-fit"
@@ -98,11 +99,10 @@ def to_json(saved: SavedFit) -> dict[str, Any]:
            if f.name not in ("resampling", "tied", "settings")}
     newton = {f.name: getattr(s, f.name) for f in fields(NewtonSettings)}
     opts = {"delta": own.pop("delta"), **{k: v for k, v in newton.items() if k != "start"},
-            "fixed": own.pop("fixed"), "tie_exponents": own.pop("tie_exponents"), "start": newton["start"], **own}
+            "fixed": own.pop("fixed"), "tie_exponents": bool(res.options.tied), "start": newton["start"], **own}
     for name in ("objective", "solver"):   # the law's own unless set; a file names them only when they are not
         if opts[name] is None:
             del opts[name]
-    opts["tie_exponents"] = bool(res.options.tie_exponents or res.options.tied)
     opts["fixed"] = [list(p) for p in opts["fixed"]]
     opts["lower"], opts["upper"] = list(opts["lower"]), list(opts["upper"])
     boot = None
@@ -292,7 +292,7 @@ def _check_settings(s: NewtonSettings, delta: float) -> None:
 
 def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
     """The free parameters of ``params`` (E, A, B, alpha, beta) outside the fit's box (in log E, A, B)."""
-    from scalinglab.fitting.chinchilla_law import to_theta
+    from scalinglab.fitting.chinchilla.law import to_theta
 
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = to_theta(np.asarray(params, float))
@@ -307,9 +307,9 @@ def _outside_box(params: np.ndarray, o: FitOptions) -> list[str]:
 def _check_consistent(result: LawFit, N, D, L) -> None:
     """The file agrees with itself: parameters inside the box, the objective the runs and law give, the status
     the parameters imply. ValueError (worded as a corrupt file by ``load``) otherwise."""
-    from scalinglab.fitting.approach3 import bound_flags
-    from scalinglab.fitting.chinchilla_law import to_theta
-    from scalinglab.fitting.solver import objective
+    from scalinglab.fitting.chinchilla.approach3 import bound_flags
+    from scalinglab.fitting.chinchilla.law import to_theta
+    from scalinglab.fitting.chinchilla.newton import objective
 
     o = result.options
     _check_options(o)
@@ -359,8 +359,8 @@ def _check_consistent(result: LawFit, N, D, L) -> None:
 def _projected_grad_norm(theta, N, D, L, o: FitOptions) -> float:
     """The fit's convergence measure (as approach3.fit_arrays computes it): the largest projected gradient of
     the Huber objective in the free coordinates."""
-    from scalinglab.fitting.options import parametrisation
-    from scalinglab.fitting.solver import projected_grad, value_and_grad
+    from scalinglab.fitting.chinchilla.newton import projected_grad, value_and_grad
+    from scalinglab.fitting.chinchilla.settings import parametrisation
 
     P = parametrisation(o)
     s = o.settings_for(NewtonSettings)
@@ -391,7 +391,8 @@ def from_json(obj: Any) -> SavedFit:
     if "start" not in o and "solver" in o:   # files that name the Newton solver's start "solver"
         old = o.pop("solver")                  # (grid, varpro-start or varpro)
         o["start"] = {"varpro-start": "varpro"}.get(old, old)
-    known = {f.name for f in fields(FitOptions) if f.name != "settings"} | {f.name for f in fields(NewtonSettings)}
+    known = ({f.name for f in fields(FitOptions) if f.name != "settings"} | {f.name for f in fields(NewtonSettings)}
+             | {"tie_exponents"})
     unknown = sorted(set(o) - known)
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}")
@@ -406,7 +407,11 @@ def from_json(obj: Any) -> SavedFit:
     try:
         newton = NewtonSettings(**{f.name: o.pop(f.name) for f in fields(NewtonSettings) if f.name in o})
         _check_settings(newton, 1.0)   # a whole count written 50.0 equals the default, but no fit wrote it
-        options = FitOptions(**o, settings=newton)
+        tie = o.pop("tie_exponents", False)
+        if not isinstance(tie, bool):
+            raise UserError(f"tie_exponents {tie!r} is not true or false")
+        # Chinchilla's rules on what it holds and ties (``chinchilla_options``), as the fit applied them.
+        options = chinchilla_options(FitOptions(**o, tied=(("beta", "alpha"),) if tie else (), settings=newton))
     except UserError as exc:   # FitOptions' own checks: worded by load as a corrupt file
         raise ValueError(f"options: {exc}") from None
     fit = obj["fit"]

@@ -74,12 +74,13 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
     Solver("chinchilla-newton",
            "the Huber loss (δ = 1e-3) of log residuals, summed (Hoffmann et al.'s Approach 3), by a batched "
            "Newton/IRLS solver from their 4,500 starts (or one variable-projection start)",
-           "scalinglab.fitting.approach3:newton", "LawFit", ("chinchilla",),
-           "scalinglab.fitting.approach3:refit", settings="scalinglab.fitting.options:NewtonSettings"),
+           "scalinglab.fitting.chinchilla.approach3:newton", "LawFit", ("chinchilla",),
+           "scalinglab.fitting.chinchilla.approach3:refit",
+           settings="scalinglab.fitting.chinchilla.settings:NewtonSettings"),
     Solver("varpro",
            "the sum of squared relative residuals (≈ log residuals), E, A, B ≥ 0, by variable projection: "
            "α and β searched, E, A and B solved by non-negative least squares",
-           "scalinglab.fitting.varpro:solve", "VarproFit", ("chinchilla",)),
+           "scalinglab.fitting.frontier.varpro:solve", "VarproFit", ("chinchilla",)),
     Solver("curve-huber",
            "the Huber loss (δ = 1e-3) of log loss summed over every logged point of every training curve (Luo et "
            "al.'s objective), by scipy's bounded least squares with the law's analytic Jacobian from the best "
@@ -90,6 +91,11 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            "early, the lowest objective seen kept (not its optimum)",
            "scalinglab.curves.fit:early_stopped_solver", "CurveFit", ("multipower",)),
 )}
+
+
+def settings_types() -> tuple[type, ...]:
+    """The settings types of every solver that takes any (``FitOptions.settings`` is one of them)."""
+    return tuple(_load(s.settings) for s in SOLVERS.values() if s.settings)
 
 
 def get(name: str) -> Solver:

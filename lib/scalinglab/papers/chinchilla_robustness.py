@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import isoflop
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.results import LawFit

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
+from scalinglab.fitting.chinchilla.newton import objective
 from scalinglab.fitting.results import LawFit
-from scalinglab.fitting.solver import objective
 
 
 def law_row(law: ScalingLaw, C: float, suffix: str = "") -> dict[str, float]:

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
 from scalinglab.fitting.predictions import Predictions

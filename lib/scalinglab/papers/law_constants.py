@@ -79,6 +79,6 @@ KAPLAN = KaplanLaw()
 
 # The Chinchilla-form laws, L = E + A/N^α + B/D^β in total parameters, live with their
 # citations in scalinglab.papers.published (Hoffmann et al. 2022 Eq. 10 at the digits of its TeX
-# source; Besiroglu et al. 2024 Table 1); scalinglab.fitting.approach3.ScalingLaw gives n_opt, d_opt, a.
+# source; Besiroglu et al. 2024 Table 1); scalinglab.fitting.chinchilla.approach3.ScalingLaw gives n_opt, d_opt, a.
 HOFFMANN = published.law("hoffmann_unrounded")
 EPOCH = published.law("epoch_reported")

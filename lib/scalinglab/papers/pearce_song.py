@@ -42,8 +42,8 @@ import pandas as pd
 
 from scalinglab.accounting.conventions import OPENLM_VOCAB, kaplan_total_params, openlm_shape
 from scalinglab.errors import DataError, UserError
-from scalinglab.fitting.approach3 import NATURAL_FLOOR, natural_floor_shares
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.approach3 import NATURAL_FLOOR, natural_floor_shares
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier.block_bootstrap import detectable
 from scalinglab.serialization import to_jsonable
 
@@ -201,7 +201,7 @@ def _fixed_e(value: float) -> float:
 def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "tokens", loss_col: str = "loss", *,
               n_boot: int = 0, seed: int = 0, level: float = 0.95,
               kaplan_e: float | str | None = None) -> CountingShift:
-    """Approach 3 (:func:`scalinglab.fitting.approach3.fit`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
+    """Approach 3 (:func:`scalinglab.fitting.chinchilla.approach3.fit`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
 
     a = β/(α+β) of each fitted law. The row bootstrap draws resample i from the seed and the
     number of rows alone, so resample i is the same rows in both fits and the shift is paired.
@@ -213,7 +213,7 @@ def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "to
     either way, so :func:`shift_difference` compares a held-E shift with a free one, or with a
     simulated one held the same way.
     """
-    from scalinglab.fitting import approach3 as fit
+    from scalinglab.fitting.chinchilla import approach3 as fit
     from scalinglab.fitting.laws import Columns, fit_table
 
     resampled = fit.FitOptions().with_resampling(n_boot, seed=seed, level=level)
@@ -253,7 +253,7 @@ def e_profile(table: pd.DataFrame, n_col: str, values=(0.0, 0.5, 1.0, 1.5), d_co
     the rows) and status. Where the objective barely moves while a does, the runs do not pin a
     without pinning E.
     """
-    from scalinglab.fitting import approach3 as fit
+    from scalinglab.fitting.chinchilla import approach3 as fit
     from scalinglab.fitting.laws import Columns, fit_table
 
     rows = []

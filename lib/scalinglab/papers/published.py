@@ -14,7 +14,7 @@ Sources:
 
 from __future__ import annotations
 
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 
 PARAMETER_SETS: dict[str, tuple[ScalingLaw, str]] = {
     "hoffmann_printed": (ScalingLaw(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28),

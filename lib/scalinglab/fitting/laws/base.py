@@ -326,9 +326,6 @@ def fit_law(law: Law, inputs: Mapping[str, Any], y, options: FitOptions | None =
     if solver.result != "LawFit":   # an estimator with a result of its own (variable projection's)
         return _own_result(solver, law, inputs, y, opts, fixed)
     generic = solver.generic
-    if generic and opts.tie_exponents:   # Chinchilla's spelling of beta = alpha, for the generic solver too
-        tie = () if "beta" in dict(opts.fixed) or "beta" in dict(opts.tied) else (("beta", "alpha"),)
-        opts = replace(opts, tied=(*opts.tied, *tie), tie_exponents=False)
     fixed, ties = constraints(law, dict(opts.fixed) if fixed is None else fixed, opts.tied, ranges=generic)
     kind = opts.objective or law.objective
     inputs = {r: np.asarray(inputs[r], float).ravel() for r in law.inputs if r in inputs}
@@ -356,7 +353,7 @@ def _own_result(solver, law: Law, inputs, y, opts: FitOptions, fixed):
     held = dict(opts.fixed) if fixed is None else dict(fixed)
     changed = law.edited   # law.set(...): held, tied, bounded or started
     refused = ((f"parameters set on the law ({', '.join(changed)})", bool(changed)), ("fixed parameters", bool(held)),
-               ("tied parameters", bool(opts.tied or opts.tie_exponents)),
+               ("tied parameters", bool(opts.tied)),
                ("a bootstrap", bool(opts.resampling.n)), ("a Huber objective", opts.objective == "huber"),
                (f"Huber delta {opts.delta:g}", opts.delta != HUBER_DELTA))
     for what, given in refused:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.fitting.approach3 import CHINCHILLA
+from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
 from scalinglab.fitting.form import Law, Param
 
 # Muennighoff et al.'s U_N: the compute-optimal model for U_D unique tokens, at Chinchilla's ~20 tokens per

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import OptionError, UserError
-from scalinglab.fitting import approach3 as F
 from scalinglab.fitting.allocation import check_budgets
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla import approach3 as F
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.forecast import residual_sd
 from scalinglab.fitting.results import LawFit

@@ -13,11 +13,11 @@ Estimators, each with the interval it reports itself:
     Approach 2 as ``scalinglab isoflop`` runs it (``fitting.frontier.isoflop``): per-budget optima with the noise
     bootstrap (default noise: the pooled parabola residual), bootstrap-median optima, WLS line, t interval.
 ``approach3``
-    Our Huber fit (``fitting.approach3``) on the same points, started from Hoffmann's 4,500-start grid (never
+    Our Huber fit (``fitting.chinchilla.approach3``) on the same points, started from Hoffmann's 4,500-start grid (never
     from variable projection's answer, so the two are scored as separate estimators), with the row
     bootstrap's percentile interval.
 ``varpro``
-    Least squares in relative (≈ log) residuals by variable projection (``fitting.varpro``), the Wald
+    Least squares in relative (≈ log) residuals by variable projection (``fitting.frontier.varpro``), the Wald
     interval from its Gauss-Newton covariance.
 
 :func:`audit` runs ``reps`` simulated experiments of one grid, every estimator on every replicate;
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.serialization import to_jsonable
 
 ESTIMATORS = ("parabola", "spline", "approach3", "varpro")
@@ -123,7 +123,7 @@ def _approach2(table, method: str, n_boot: int, seed: int, noise=None) -> tuple[
 
 def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
     from scalinglab.errors import UserError
-    from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
     from scalinglab.fitting.laws.base import fit_law
     from scalinglab.fitting.options import FitOptions
 
@@ -139,7 +139,7 @@ def _approach3(N, D, L, n_boot: int, seed: int) -> tuple[float, float, float]:
 
 def _varpro(N, D, L) -> tuple[float, float, float]:
     from scalinglab.errors import UserError
-    from scalinglab.fitting.approach3 import CHINCHILLA
+    from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA
     from scalinglab.fitting.solvers import solve
 
     try:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.fitting import approach3 as F
+from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout.where etc. are the public names)
     OPS,
     Condition,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalinglab.fitting.chinchilla.settings import BLOCK, Parametrisation
 from scalinglab.fitting.huber import HUBER_DELTA, huber
-from scalinglab.fitting.options import BLOCK, Parametrisation
 
 
 def row_blocks(K: int, n: int, block: int = BLOCK) -> list[slice]:

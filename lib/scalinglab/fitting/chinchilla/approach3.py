@@ -18,7 +18,7 @@ the same solver, warm-started from the point estimate, each resample being a
 row of resample counts used as weights. ``bench/bench_fit.py`` checks the
 result against scipy's L-BFGS-B run from every start.
 
-Constraints (``FitOptions(fixed=..., tie_exponents=...)``) hold parameters at
+Constraints (``FitOptions(fixed=..., tied={"beta": "alpha"})``) hold parameters at
 given values or tie β to α (Gadre et al. 2024's form). The solver then moves
 only the free coordinates φ, with θ = c + T·φ (``Parametrisation``), so a
 constrained fit is the same Newton solver on fewer coordinates, not a box
@@ -32,22 +32,21 @@ from dataclasses import replace
 import numpy as np
 
 from scalinglab.errors import OptionError, UserError
-from scalinglab.fitting.chinchilla_law import PARAMS, ScalingLaw, to_params, to_theta
-from scalinglab.fitting.conditions import _n_rows
-from scalinglab.fitting.form import Law, Param
-from scalinglab.fitting.options import (
-    FitOptions,
+from scalinglab.fitting.chinchilla.law import PARAMS, ScalingLaw, to_params, to_theta
+from scalinglab.fitting.chinchilla.newton import batched_solve, law_terms, objective, projected_grad, value_and_grad
+from scalinglab.fitting.chinchilla.settings import (
     NewtonSettings,
     Parametrisation,
-    check_resample_count,
+    chinchilla_options,
     exact_fixed,
     hoffmann_grid,
-    min_rows,
     parametrisation,
 )
+from scalinglab.fitting.conditions import _n_rows
+from scalinglab.fitting.form import Law, Param
+from scalinglab.fitting.options import FitOptions, check_resample_count, min_rows
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
 from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, unit_counts
-from scalinglab.fitting.solver import batched_solve, law_terms, objective, projected_grad, value_and_grad
 
 
 def newton_settings(options: FitOptions) -> NewtonSettings:
@@ -74,11 +73,11 @@ def newton(law, inputs, y, *, options: FitOptions | None = None, fixed=None, tie
     ``ties`` are already in ``options.tied`` (``fit_law`` puts them there); ``starts`` replace Hoffmann's grid;
     ``names``: role -> column, for the messages that name the runs' columns."""
     options = _law_box(law, options or FitOptions())
-    parametrisation(options)   # a tie other than beta = alpha is refused here; that one is tie_exponents
     fixed = dict(options.fixed) if fixed is None else fixed
     delta = options.delta if delta is None else delta
-    opts = replace(options, delta=delta if objective == "huber" else float("inf"), fixed=tuple(fixed.items()),
-                   tie_exponents=options.tie_exponents or bool(options.tied), tied=())
+    # Its own rules (``chinchilla_options``): a tie other than beta = alpha is refused there.
+    opts = chinchilla_options(replace(options, delta=delta if objective == "huber" else float("inf"),
+                                      fixed=tuple(fixed.items())))
     cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
     return fit_arrays(inputs["n"], inputs["d"], y, opts, starts=starts, n_boot=n_boot, seed=seed, level=level,
                       groups=groups, unit=unit, progress=progress, names=cols)
@@ -151,6 +150,7 @@ def check_identifiable(N, D, L, names=("N", "D", "loss"),
                        options: FitOptions | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Logs of N, D, L as float arrays, or a UserError saying why the law cannot be fitted
     (with ``options``' constraints: fixed parameters need no data)."""
+    options = chinchilla_options(options)
     arrays = [positive_logs(x, name) for x, name in zip((N, D, L), names)]
     logN, logD, logL = arrays
     P = parametrisation(options)
@@ -185,7 +185,7 @@ def check_identifiable(N, D, L, names=("N", "D", "loss"),
                         "the tied exponent alpha = beta")
     # D ∝ N^k (e.g. every run at 20 tokens per parameter) confounds A/N^α with B/D^β, unless one of
     # the two terms is fixed outright and so needs no telling apart.
-    fixed = dict(options.fixed) if options else {}
+    fixed = dict(options.fixed)
     whole_term_fixed = {"A", "alpha"} <= fixed.keys() or {"B", "beta"} <= fixed.keys()
     X = np.column_stack([np.ones_like(logN), logN])
     resid = logD - X @ np.linalg.lstsq(X, logD, rcond=None)[0]
@@ -283,7 +283,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     With constraints in ``options`` the starts are projected onto the free
     coordinates and deduplicated (tying the exponents leaves 900 of the 4,500).
     """
-    opts = options or FitOptions()
+    opts = chinchilla_options(options)   # its rules: names, values, the one tie
     check_resample_count(n_boot)  # before the fit, which can take a while on many rows
     logN, logD, logL = check_identifiable(N, D, L, names, opts)
     P = parametrisation(opts)
@@ -291,7 +291,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     lo, hi = np.asarray(s.lower), np.asarray(s.upper)
     solve = dict(delta=opts.delta, lower=lo, upper=hi, tol=s.batch_tol, gtol=s.gtol, param=P, block=s.block)
     if s.start == "varpro" and starts is None:
-        from scalinglab.fitting.varpro import varpro_theta
+        from scalinglab.fitting.frontier.varpro import varpro_theta
 
         # One start: the least-squares law (variable projection), polished below under the Huber objective.
         starts = finalists = P.clip(varpro_theta(logN, logD, logL, tied=P.tied != ())[None, :], lo, hi)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalinglab.fitting.approach3 import check_identifiable
+from scalinglab.fitting.chinchilla.approach3 import check_identifiable
+from scalinglab.fitting.chinchilla.newton import objective, value_and_grad
+from scalinglab.fitting.chinchilla.settings import hoffmann_grid
 from scalinglab.fitting.huber import HUBER_DELTA
-from scalinglab.fitting.options import hoffmann_grid
 from scalinglab.fitting.rows import progress_bar
-from scalinglab.fitting.solver import objective, value_and_grad
 
 
 def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str = "sum", delta: float = HUBER_DELTA,

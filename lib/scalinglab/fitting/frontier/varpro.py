@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.chinchilla_law import ScalingLaw
+from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.protocol import FitResult
 
 # The 7 non-empty active sets of (E, A, B).

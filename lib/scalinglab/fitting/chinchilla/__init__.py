@@ -1,0 +1,4 @@
+"""Chinchilla's law as a plug-in of the engine: the law and what follows from it under C = 6ND (``law``), its
+registry entry and Approach 3's solver, Hoffmann's grid with its bootstrap (``approach3``), the batched Newton/IRLS
+that solves every start at once (``newton``), and Hoffmann's procedure as written, per-start L-BFGS-B, as a
+reference (``lbfgs_reference``). The engine reaches it only through the registry of forms and the solver table."""
