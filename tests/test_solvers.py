@@ -15,10 +15,11 @@ from scalinglab.fitting.options import FitOptions
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "scalinglab"
 # The solvers' own modules: the table, its entries and the Newton solver they share.
-SOLVER_MODULES = {"fitting/solvers.py", "fitting/chinchilla/approach3.py", "fitting/chinchilla/newton.py", "fitting/frontier/varpro.py",
-                  "fitting/laws/base.py", "curves/fit.py"}
+SOLVER_MODULES = {"fitting/solvers.py", "fitting/chinchilla/approach3.py", "fitting/chinchilla/newton.py",
+                  "fitting/chinchilla/lbfgs_reference.py", "fitting/frontier/varpro.py", "fitting/laws/base.py",
+                  "curves/fit.py"}
 INTERNALS = re.compile(r"\b(batched_solve|fit_arrays|fit_varpro|generic_solver|_local_solve|huber_solver|"
-                       r"early_stopped_solver)\(")
+                       r"early_stopped_solver|lbfgs_per_start)\(")
 
 
 def _runs(seed=0, n=40):
@@ -121,7 +122,7 @@ def test_the_refit_is_the_bootstrap_solve():
 
 
 def test_refusals_name_the_solver_and_the_law():
-    with pytest.raises(UserError, match="no solver 'nope'; solvers: least-squares, chinchilla-newton, varpro, curve-huber, "
+    with pytest.raises(UserError, match="no solver 'nope'; solvers: least-squares, chinchilla-newton, lbfgs-hoffmann, varpro, curve-huber, "
                        "curve-early-stopped"):
         solvers.get("nope")
     N, D, L = _runs()
@@ -232,5 +233,55 @@ def test_fit_picks_the_solver_on_the_command_line(tmp_path, capsys):
                           (["--solver", "least-squares", "--start", "varpro"], "--start with --solver least-squares"),
                           (["--solver", "least-squares", "--save", str(tmp_path / "f.slfit")], "--save with")):
         assert main(["fit", str(path), *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_hoffmann_s_procedure_as_written_is_a_solver_and_its_early_stop_is_its_status(tmp_path, capsys):
+    """"lbfgs-hoffmann" is scipy's L-BFGS-B from Hoffmann's grid, the best start kept: through ``sl.fit`` it is
+    exactly ``lbfgs_per_start``'s best; on the averaged loss it stops short and says so; it takes its own settings
+    only and refuses what it would ignore, on the command line too."""
+    import scalinglab as sl
+    from scalinglab.cli import main
+    from scalinglab.fitting.chinchilla.lbfgs_reference import LbfgsSettings, lbfgs_per_start
+    from scalinglab.fitting.chinchilla.settings import NewtonSettings, hoffmann_grid
+    from scalinglab.fitting.laws.base import fit_law
+
+    N, D, L = _runs(4)
+    x = {"n": N, "d": D}
+    newton = fit_law(CHINCHILLA, x, L)
+    fits = {}
+    for reduction in ("sum", "mean"):
+        opts = FitOptions(solver="lbfgs-hoffmann", settings=LbfgsSettings(reduction=reduction, stride=50))
+        fit = fits[reduction] = fit_law(CHINCHILLA, x, L, opts)
+        th, f = lbfgs_per_start(N, D, L, hoffmann_grid()[::50], reduction=reduction)
+        best = int(np.argmin(f))
+        assert fit.solver is None or fit.solver == "lbfgs-hoffmann"
+        assert fit.to_dict()["solver"] == "lbfgs-hoffmann" and fit.n_starts == 90
+        assert fit.objective == float(f[best]) and fit.scaling_law.params == ScalingLaw(*np.r_[
+            np.exp(th[best][:3]), th[best][3:]]).params
+    # On the sum it reaches the Newton optimum's objective; on the mean (40 times smaller) it stops above it.
+    assert fits["sum"].objective == pytest.approx(newton.objective, rel=1e-4)
+    assert fits["mean"].objective > newton.objective * (1 + 1e-3)
+    assert fits["mean"].status == "failed" and "stopped at gradient" in fits["mean"].reason
+    assert fits["mean"].reason in fits["mean"].summary()
+    with pytest.raises(UserError, match="for fixed parameters, use the chinchilla-newton or least-squares"):
+        fit_law(CHINCHILLA, x, L, FitOptions(solver="lbfgs-hoffmann", fixed={"E": 1.7}))
+    with pytest.raises(UserError, match="for a bootstrap"):
+        fit_law(CHINCHILLA, x, L, FitOptions(solver="lbfgs-hoffmann").with_resampling(20))
+    with pytest.raises(UserError, match="not solver lbfgs-hoffmann's; it takes LbfgsSettings"):
+        fit_law(CHINCHILLA, x, L, FitOptions(solver="lbfgs-hoffmann", settings=NewtonSettings(n_refine=10)))
+    with pytest.raises(UserError, match="not solver chinchilla-newton's"):
+        fit_law(CHINCHILLA, x, L, FitOptions(settings=LbfgsSettings(reduction="mean")))
+    for bad, message in (({"reduction": "median"}, "reduction must be one of sum, mean"),
+                         ({"stride": 0}, "stride 0"), ({"stride": True}, "stride True")):
+        with pytest.raises(UserError, match=message):
+            LbfgsSettings(**bad)
+    assert sl.LbfgsSettings is LbfgsSettings
+    path = tmp_path / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(v)!r}\n" for n, d, v in zip(N, D, L)))
+    for argv, message in ((["--start", "varpro"], "--start with --solver lbfgs-hoffmann"),
+                          (["--save", str(tmp_path / "f.slfit")], "--save with --solver lbfgs-hoffmann")):
+        assert main(["fit", str(path), "--solver", "lbfgs-hoffmann", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and "\n" not in err and "Traceback" not in err

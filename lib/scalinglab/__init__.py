@@ -20,8 +20,8 @@ import importlib
 
 from scalinglab.version import __version__
 
-__all__ = ["FitOptions", "LawFit", "NewtonSettings", "Resampling", "Runs", "__version__", "data", "fit", "fit_curve",
-           "laws", "load_runs"]
+__all__ = ["FitOptions", "LawFit", "LbfgsSettings", "NewtonSettings", "Resampling", "Runs", "__version__", "data",
+           "fit", "fit_curve", "laws", "load_runs"]
 
 _LAZY = {"laws": "scalinglab.fitting.laws", "data": "scalinglab.data"}
 
@@ -177,6 +177,10 @@ def __getattr__(name: str):
         from scalinglab.fitting.chinchilla.settings import NewtonSettings
 
         return NewtonSettings
+    if name == "LbfgsSettings":
+        from scalinglab.fitting.chinchilla.lbfgs_reference import LbfgsSettings
+
+        return LbfgsSettings
     raise AttributeError(f"module 'scalinglab' has no attribute {name!r}")
 
 

@@ -196,11 +196,11 @@ def _check_solver(args, law) -> None:
         solver.check(law)
     except UserError as exc:
         raise UserError(f"--solver {args.solver}: {said(exc)}; law {law.name}'s own is {law.solver}") from None
-    if solver.generic:
+    if solver.name != "chinchilla-newton":
+        starts = "a grid of the law's own starts" if solver.generic else "Hoffmann's grid"
         if args.start != "grid":
             raise UserError(f"--start with --solver {args.solver}: --start is where the Newton solver starts; the "
-                            f"{args.solver} solver starts from a grid of the law's own starts (drop --solver to use "
-                            "the law's own)")
+                            f"{args.solver} solver starts from {starts} (drop --solver to use the law's own)")
         if args.save:
             raise UserError(f"--save with --solver {args.solver}: a saved fit is checked against the Newton "
                             "solver's optimum when it is reloaded (drop --solver to save the law's own fit)")

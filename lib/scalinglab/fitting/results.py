@@ -212,6 +212,7 @@ class LawFit:
     # The runs it was fitted to, where it was fitted from a table (``sl.fit``, ``fit_rows``): kept with the fit.
     data: FitData | None = field(default=None, repr=False, compare=False)
     solver: str | None = None   # the solver that fitted it, where the options chose one (else the law's own)
+    reason: str = ""            # why the status is not converged, where no other field says (a search stopped early)
 
     # --- the closed form's questions (Chinchilla: n_opt, d_opt, loss, a, b, theta, E ... beta) ----------------
 
@@ -410,7 +411,8 @@ class LawFit:
                          f"(at least {min_rows(self.n_free)} runs needed)")
         lines.append(f"status: {self.status}" + (f" ({', '.join(self.at_bound)} at a bound)" if self.at_bound else "")
                      + (f" ({', '.join(self.unidentified)} not identified: moving them barely changes the fit)"
-                        if self.unidentified else "") + f"; objective {self.objective:.6g}")
+                        if self.unidentified else "") + (f" ({self.reason})" if self.reason else "")
+                     + f"; objective {self.objective:.6g}")
         ic = self.information_criteria()
         if ic:
             lines.append(f"AIC {ic['aic']:.2f}, BIC {ic['bic']:.2f} (Gaussian {law.space} residuals, k = {ic['k']})")

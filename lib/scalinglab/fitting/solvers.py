@@ -77,6 +77,12 @@ SOLVERS: dict[str, Solver] = {s.name: s for s in (
            "scalinglab.fitting.chinchilla.approach3:newton", "LawFit", ("chinchilla",),
            "scalinglab.fitting.chinchilla.approach3:refit",
            settings="scalinglab.fitting.chinchilla.settings:NewtonSettings"),
+    Solver("lbfgs-hoffmann",
+           "the Huber loss (δ = 1e-3) of log residuals, summed or averaged over the runs, by scipy's L-BFGS-B with "
+           "its default tolerances from each of Hoffmann et al.'s 4,500 starts, the lowest kept: their procedure as "
+           "written, which stops early on the average (notebook 01's loss-scale trap)",
+           "scalinglab.fitting.chinchilla.lbfgs_reference:solve", "LawFit", ("chinchilla",),
+           settings="scalinglab.fitting.chinchilla.lbfgs_reference:LbfgsSettings"),
     Solver("varpro",
            "the sum of squared relative residuals (≈ log residuals), E, A, B ≥ 0, by variable projection: "
            "α and β searched, E, A and B solved by non-negative least squares",
