@@ -170,7 +170,7 @@ def test_no_import_cycles_between_packages():
 ENGINE_CORE = ("scalinglab.fitting.laws.base", "scalinglab.fitting.laws.table", "scalinglab.fitting.laws.compare",
                "scalinglab.fitting.workflow", "scalinglab.fitting.options", "scalinglab.fitting.results",
                "scalinglab.fitting.solvers", "scalinglab.fitting.form", "scalinglab.fitting.rows",
-               "scalinglab.fitting.huber", "scalinglab.fitting.calibration", "scalinglab.fitting.columns",
+               "scalinglab.fitting.huber", "scalinglab.fitting.prediction.calibration", "scalinglab.fitting.columns",
                "scalinglab.fitting.conditions", "scalinglab.fitting.protocol", "scalinglab.fitting.expressions")
 
 

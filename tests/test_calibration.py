@@ -4,7 +4,7 @@ truth is known, and the same procedure with each point as its own unit (the naiv
 import numpy as np
 import pytest
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import (
+from scalinglab.fitting.prediction.calibration import (
     UnitCalibration,
     UnitResiduals,
     calibrate,
@@ -229,7 +229,7 @@ def test_a_pooled_stratum_needs_a_unit_and_the_strata_a_degree_of_freedom():
 
 
 def test_a_fractional_df_takes_the_exact_t_quantile():
-    from scalinglab.fitting.calibration import t_interval_quantile
+    from scalinglab.fitting.prediction.calibration import t_interval_quantile
     from scipy.stats import t
 
     for df in (1.0, 1.3, 2.5, 4.7, 6.0, 10.2):

@@ -11,7 +11,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.options import FitOptions, Resampling
-from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.prediction.held_out import Predictions
 from scalinglab.runs import Runs
 
 TRUE = ScalingLaw(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)

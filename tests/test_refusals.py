@@ -110,7 +110,7 @@ def test_compare_laws_warns_when_at_is_beyond_the_runs(capsys):
 
 def test_the_distance_of_a_huge_run_names_the_right_axis():
     # 6·N·D overflowed to inf for N = 1e308, and "beyond" then blamed C alone.
-    from scalinglab.fitting.domain import Domain
+    from scalinglab.fitting.prediction.domain import Domain
 
     dom = Domain.from_runs([1e7, 1e8, 1e9], [1e9, 1e10, 2e9])
     d = dom.distance([1e308], [1e9])

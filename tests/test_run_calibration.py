@@ -1,5 +1,5 @@
 """`fit --holdout`, `fit --predict` and `predict`: each held-out or predicted run gets an interval calibrated on
-units the fit never saw (fitting.run_calibration), beside the parameter-only and new-run intervals. On a design
+units the fit never saw (fitting.prediction.run_calibration), beside the parameter-only and new-run intervals. On a design
 where the truth is known and the runs of a budget share its misfit, the interval calibrated on budgets reaches
 its nominal coverage; the same procedure with each run as its own unit (the naive one) falls short."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scalinglab.cli import main
 from scalinglab.fitting import laws as Lw
-from scalinglab.fitting import run_calibration as RC
 from scalinglab.fitting import workflow as W
 from scalinglab.fitting.laws.table import Columns
 from scalinglab.fitting.options import FitOptions, Resampling
+from scalinglab.fitting.prediction import run_calibration as RC
 from scalinglab.runs import Runs
 
 K, M = 7, 3                    # budgets, runs per budget

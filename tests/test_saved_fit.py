@@ -1,5 +1,5 @@
 """Saved fits, predictions with mean and new-run intervals, and distances from the fitted domain
-(`fit --save`, `predict`, `allocate`; fitting.saved, fitting.forecast, fitting.domain), on runs simulated
+(`fit --save`, `predict`, `allocate`; fitting.saved, fitting.prediction.forecast, fitting.prediction.domain), on runs simulated
 from a known law."""
 
 import json
@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from scalinglab.cli import main
 from scalinglab.errors import UserError
-from scalinglab.fitting import forecast, saved
+from scalinglab.fitting import saved
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
-from scalinglab.fitting.domain import Domain
+from scalinglab.fitting.prediction import forecast
+from scalinglab.fitting.prediction.domain import Domain
 
 TRUE = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
 SIGMA = 0.02  # log-loss noise of the simulated runs

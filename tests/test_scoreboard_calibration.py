@@ -11,7 +11,7 @@ from scalinglab.benchmark import ranking as RK
 from scalinglab.benchmark import scoreboard as S
 from scalinglab.benchmark.calibrated import loss_calibration, satterthwaite_df
 from scalinglab.benchmark.entries import budget_reference, fit_entry
-from scalinglab.fitting.calibration import UnitResiduals, coverage
+from scalinglab.fitting.prediction.calibration import UnitResiduals, coverage
 from scalinglab.fitting.studies import estimator_audit as EA
 
 
@@ -51,7 +51,7 @@ def test_calibrated_interval_is_nominal_by_budget_and_below_it_by_run():
 
 def test_satterthwaite_df_runs_from_units_to_points():
     rng = np.random.default_rng(0)
-    from scalinglab.fitting.calibration import UnitCalibration
+    from scalinglab.fitting.prediction.calibration import UnitCalibration
 
     # all the spread within units (no shared offset): the variance is pinned by the points, df near N − K
     labels = np.repeat(np.arange(5), 12).astype(str)

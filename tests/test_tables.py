@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scalinglab.fitting.chinchilla import approach3 as F
-from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.prediction.held_out import Predictions
 from scalinglab.fitting.studies import holdout as H
 from scalinglab.fitting.studies import tables as T
 

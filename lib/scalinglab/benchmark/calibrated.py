@@ -1,6 +1,6 @@
 """Each scoreboard entry's intervals on a split's held-out units, three of them side by side:
 
-- **calibrated** (``fitting.calibration``, scheme "forward"): the entry refitted on the training units below
+- **calibrated** (``fitting.prediction.calibration``, scheme "forward"): the entry refitted on the training units below
   each training unit by scale (budget by compute, model size by N) predicts that unit; those one-step-out
   residuals, with a random effect per unit, give the interval for a point of a new unit one step beyond. That
   is what the scoreboard asks of a law: to extrapolate to the next unit up, which it has never seen.
@@ -10,9 +10,9 @@
 - **noise-only**: L̂·exp(±z σ̂), σ̂ the training residual sd in log loss: a new run's noise around a law taken
   as exact.
 
-The t quantile's degrees of freedom: ``fitting.calibration`` takes K − 1 for K units, right when the spread is
-all between units, and very wide when most of it is the runs' own noise within a budget (an isoFLOP set has 3–9
-calibration budgets of 10–15 runs each: t on 2 df is 4.3 where the variance is in fact pinned by ~30 runs).
+The t quantile's degrees of freedom: ``fitting.prediction.calibration`` takes K − 1 for K units, right when the
+spread is all between units, and very wide when most of it is the runs' own noise within a budget (an isoFLOP set has
+3–9 calibration budgets of 10–15 runs each: t on 2 df is 4.3 where the variance is in fact pinned by ~30 runs).
 Here the predictive variance σ_u² + σ_e² + Var μ̂ is a combination of the between-unit and within-unit mean
 squares, and its degrees of freedom are Satterthwaite's (``satterthwaite_df``): K − 1 when units hold one point
 or the spread is all between units, up to N − K when it is all within.
@@ -32,7 +32,7 @@ from scipy import stats
 from scalinglab.benchmark.entries import Fitted, budget_reference, fit_entry
 from scalinglab.benchmark.protocol import Split
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, coverage, out_of_unit_residuals
+from scalinglab.fitting.prediction.calibration import UnitCalibration, UnitResiduals, coverage, out_of_unit_residuals
 from scalinglab.serialization import to_jsonable
 
 MIN_TRAIN_UNITS = 2

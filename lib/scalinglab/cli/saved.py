@@ -45,8 +45,8 @@ def _load(path: str):
 
 def _allocate(args) -> int:
     from scalinglab.errors import printable
-    from scalinglab.fitting import forecast
     from scalinglab.fitting.allocation import check_budgets
+    from scalinglab.fitting.prediction import forecast
     from scalinglab.fitting.workflow import UNUSABLE, allocations_or_problem
     from scalinglab.serialization import dumps
 
@@ -73,7 +73,7 @@ def _predict(args) -> int:
     from scalinglab.cli.tables import check_level, named_row
     from scalinglab.errors import UserError
     from scalinglab.files import check_outputs
-    from scalinglab.fitting.saved_predictions import predict_table
+    from scalinglab.fitting.prediction.from_saved import predict_table
     from scalinglab.runs import load_runs
     from scalinglab.serialization import dumps
 

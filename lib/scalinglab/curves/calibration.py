@@ -1,13 +1,13 @@
 """Calibrated intervals for loss curves: the unit is the schedule.
 
-A curve law's error on a schedule it never saw is shared by every point of that curve (the law misses the
-schedule's shape, not independent points), so the independent unit of a check is the schedule, and an interval
-for a new schedule must be calibrated on schedules left out, not on points. Each training schedule is left out
-in turn, the law refitted on the others, and the held-out curve's last logged points (the last ``tail`` of its
-steps, where the losses a user asks about lie) predicted; :mod:`scalinglab.fitting.calibration`'s random effect
-per unit turns those log residuals into the interval for a point of a new schedule (a t on K − 1 degrees of
-freedom for K schedules, in log loss, so never negative). The same residuals with every point its own unit
-give the naive interval, kept for the comparison: points of one curve share its misfit, so it is too narrow.
+A curve law's error on a schedule it never saw is shared by every point of that curve (the law misses the schedule's
+shape, not independent points), so the independent unit of a check is the schedule, and an interval for a new
+schedule must be calibrated on schedules left out, not on points. Each training schedule is left out in turn, the law
+refitted on the others, and the held-out curve's last logged points (the last ``tail`` of its steps, where the losses
+a user asks about lie) predicted; the random effect per unit of :mod:`scalinglab.fitting.prediction.calibration`
+turns those log residuals into the interval for a point of a new schedule (a t on K − 1 degrees of freedom for K
+schedules, in log loss, so never negative). The same residuals with every point its own unit give the naive interval,
+kept for the comparison: points of one curve share its misfit, so it is too narrow.
 
 The block bootstrap over steps (:mod:`scalinglab.curves.evaluate`) stays beside it as the parameter-only band:
 it says how well the training curves pin the parameters, not where a new schedule's curve lands. With K
@@ -26,7 +26,7 @@ import numpy as np
 from scalinglab.curves.fit import CurveFit
 from scalinglab.curves.laws import Curve
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import UnitCalibration, UnitResiduals, df_text, out_of_unit_residuals
+from scalinglab.fitting.prediction.calibration import UnitCalibration, UnitResiduals, df_text, out_of_unit_residuals
 from scalinglab.serialization import to_jsonable
 
 TAIL = 0.1   # the held-out points: each curve's logged points in the last tenth of its steps (its final loss at least)

@@ -1,7 +1,7 @@
 """Prediction intervals for a chained accuracy: calibrated on ladder runs left out, and by resampling runs.
 
 Two intervals, each with the target's checkpoint noise added. The **calibrated** one
-(``fitting.calibration``; unit: the ladder run) leaves each ladder run out in turn, refits both steps on the
+(``fitting.prediction.calibration``; unit: the ladder run) leaves each ladder run out in turn, refits both steps on the
 others, and predicts the left-out run's final accuracy; the spread of those out-of-run misses, plus the target's
 noise, sets the interval (``chain_calibration``, ``calibrated_bounds``). The **parameter-only** one is the
 bootstrap below: it says how well the two steps' parameters are pinned, not how far a new run lands.
@@ -25,8 +25,8 @@ import pandas as pd
 
 from scalinglab.downstream.chain import ChainFit
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import UnitCalibration, out_of_unit_residuals
 from scalinglab.fitting.laws import Law, LawFit, fit_law
+from scalinglab.fitting.prediction.calibration import UnitCalibration, out_of_unit_residuals
 from scalinglab.fitting.rows import unit_picks
 from scalinglab.serialization import to_jsonable
 

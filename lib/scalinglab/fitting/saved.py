@@ -41,8 +41,8 @@ from scalinglab.errors import OptionError, UserError, printable
 from scalinglab.fitting.chinchilla.approach3 import CHINCHILLA, chinchilla_fit
 from scalinglab.fitting.chinchilla.law import PARAMS
 from scalinglab.fitting.chinchilla.settings import NewtonSettings, chinchilla_options
-from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.options import FitOptions
+from scalinglab.fitting.prediction.domain import Domain
 from scalinglab.fitting.results import STATUSES, Bootstrap, LawFit
 
 FORMAT = "scalinglab-fit"
@@ -63,7 +63,7 @@ class SavedFit:
     columns: dict[str, str | None]  # n_col, d_col, c_col, loss_col as given to the fit
     source: str = ""
     n_dropped: int = 0
-    calibration: dict[str, Any] | None = None   # fitting.run_calibration.calibration_note of the fit, if made
+    calibration: dict[str, Any] | None = None   # prediction.run_calibration.calibration_note of the fit, if made
 
     @cached_property
     def domain(self) -> Domain:
@@ -71,7 +71,7 @@ class SavedFit:
 
     @cached_property
     def residual_sd(self) -> float:
-        from scalinglab.fitting.forecast import residual_sd
+        from scalinglab.fitting.prediction.forecast import residual_sd
 
         return residual_sd(self.result, self.N, self.D, self.L)
 
@@ -453,7 +453,7 @@ def from_json(obj: Any) -> SavedFit:
     if data_hash(N, D, L) != d["sha256"]:
         raise UserError("its runs do not match their sha256 (the file was altered or damaged)")
     _check_consistent(result, N, D, L)
-    from scalinglab.fitting.run_calibration import check_saved
+    from scalinglab.fitting.prediction.run_calibration import check_saved
 
     return SavedFit(result=result, N=N, D=D, L=L, columns=dict(cols), source=str(d["source"]),
                     n_dropped=_int(d["n_dropped"], "n_dropped"), calibration=check_saved(obj.get("calibration")))

@@ -104,7 +104,7 @@ class FitReport:
         return to_jsonable(out)
 
     def summary(self) -> str:
-        from scalinglab.fitting import forecast
+        from scalinglab.fitting.prediction import forecast
 
         parts = [self.fit.summary(self.label, self.request.drop_highest)]
         if self.allocation:
@@ -126,7 +126,7 @@ def fit_runs(runs, request: FitRequest) -> FitReport:
     rows: ``RowError``)."""
     from scalinglab.fitting.laws import predict_rows
     from scalinglab.fitting.laws.table import fit_rows
-    from scalinglab.fitting.predictions import residual_sd
+    from scalinglab.fitting.prediction.held_out import residual_sd
 
     law, cols, opts = request.law, request.columns, request.options
     by = opts.resampling.by
@@ -149,8 +149,8 @@ def fit_runs(runs, request: FitRequest) -> FitReport:
 
 
 def _calibrate(fit, runs, rows, inputs, y, request, *, scale: bool):
-    """The fit's calibration on units of its own runs (``fitting.run_calibration``): (UnitCalibration, note)."""
-    from scalinglab.fitting import run_calibration as RC
+    """The fit's calibration on units of its own runs (``prediction.run_calibration``): (UnitCalibration, note)."""
+    from scalinglab.fitting.prediction import run_calibration as RC
 
     opts = request.options
     order, col = RC.scale_order(runs.table, rows, runs.holdout) if scale else (None, None)
@@ -166,7 +166,7 @@ def _calibrated(preds, calibration, table, rows, request):
     """The predictions with the calibrated interval and each run's unit (the fitted runs' unit kind)."""
     if calibration is None:
         return preds
-    from scalinglab.fitting import run_calibration as RC
+    from scalinglab.fitting.prediction import run_calibration as RC
 
     cal, note = calibration
     units, _ = RC.unit_labels(table, rows, request.columns, request.options.resampling.by, note.get("order_column"))
@@ -177,7 +177,7 @@ def predict_other(report: FitReport, table, rows, source: str) -> FitReport:
     """The report with the fit's predictions for another table's ``rows`` (``fit --predict``), with new-run
     intervals from the fitted runs' residuals."""
     from scalinglab.fitting.laws import predict_rows
-    from scalinglab.fitting.predictions import residual_sd
+    from scalinglab.fitting.prediction.held_out import residual_sd
 
     sigma = residual_sd(report.fit, report.inputs, report.y)
     preds = predict_rows(report.fit, table, rows, report.request.columns, sigma=sigma)
@@ -213,7 +213,7 @@ def allocations_or_problem(res, compute, N, D, L) -> tuple[list | None, str | No
     """(``forecast.allocations`` at each budget, None) when the fit supports an allocation, else (None, why).
     The fit's status is checked before the allocation is computed: a law at a bound (all losses equal, say)
     can overflow on the way to an N_opt."""
-    from scalinglab.fitting import forecast
+    from scalinglab.fitting.prediction import forecast
 
     problem = _allocation_problem(res, ())
     if problem:
@@ -252,7 +252,7 @@ def write_plot(report: FitReport, path: str) -> FitReport:
         what = "held out" if report.runs.holdout else f"from {report.predicted_from}"
         plot.save_fit_figure(path, report.fit, *report.nd, others=others, others_label=what, title=report.label)
     else:
-        from scalinglab.fitting.predictions import predict
+        from scalinglab.fitting.prediction.held_out import predict
 
         fitted = predict(report.fit, report.inputs, report.y, rows=report.fitted_rows)
         plot.save_figure(path, plot.law_figure(fitted, preds, others_label=report.what, target=report.fit.law.target,
@@ -291,6 +291,6 @@ def _with_domain(predictions, inputs):
     """The predictions with each run's distance from the fitted runs, for a law of N and D."""
     if "n" not in inputs or "d" not in inputs:
         return predictions
-    from scalinglab.fitting import forecast
+    from scalinglab.fitting.prediction import forecast
 
     return forecast.with_domain(predictions, inputs["n"], inputs["d"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalinglab.errors import OptionError, UserError
-from scalinglab.fitting.domain import Domain
+from scalinglab.fitting.prediction.domain import Domain
 from scalinglab.hparams.optima import AUTHORS_THRESHOLD, HparamRuns, fit_hparam_law
 from scalinglab.hparams.surface import fit_surface, penalty, pooled_curvature
 from scalinglab.serialization import to_jsonable

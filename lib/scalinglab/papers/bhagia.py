@@ -22,8 +22,8 @@ import pandas as pd
 from scalinglab.downstream import ladder as LD
 from scalinglab.downstream.chain import fit_chain  # noqa: F401  (re-exported for the notebook)
 from scalinglab.downstream.intervals import chain_calibration, chain_interval
-from scalinglab.fitting.calibration import coverage as unit_coverage
 from scalinglab.fitting.laws import Law, Param, fit_law
+from scalinglab.fitting.prediction.calibration import coverage as unit_coverage
 from scalinglab.serialization import to_jsonable
 
 # Chained predictions in accuracy points, from their predict.py at commit 67a3f440 (the 13B column is their

@@ -46,8 +46,8 @@ from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.predictions import Predictions
-from scalinglab.fitting.predictions import predict as predict_runs
+from scalinglab.fitting.prediction.held_out import Predictions
+from scalinglab.fitting.prediction.held_out import predict as predict_runs
 from scalinglab.fitting.protocol import FitResult
 from scalinglab.fitting.studies import holdout as H
 from scalinglab.serialization import to_jsonable

@@ -115,7 +115,7 @@ def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped"
     (unit: schedule), beside the parameter-only band's and the naive per-point interval's count on the same six,
     and the calibration behind it (bias, spreads, degrees of freedom, half-width in log loss); where the study
     pooled the spreads over sizes, the pooled interval's count, degrees of freedom and half-width too."""
-    from scalinglab.fitting.calibration import coverage as unit_coverage
+    from scalinglab.fitting.prediction.calibration import coverage as unit_coverage
 
     out = {}
     for name in names:

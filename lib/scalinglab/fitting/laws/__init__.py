@@ -14,7 +14,7 @@ from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.laws.forms import LAWS
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_rows
 from scalinglab.fitting.options import FitOptions, Resampling
-from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.prediction.held_out import Predictions
 from scalinglab.fitting.results import Bootstrap, LawFit
 
 __all__ = ["LAWS", "Columns", "FitOptions", "Law", "Bootstrap", "LawFit", "Param", "Predictions", "Resampling",

@@ -38,7 +38,7 @@ from scalinglab.fitting.form import Law
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.laws.table import Columns, fit_table, inputs_at, predict_arrays, predict_rows
 from scalinglab.fitting.options import FitOptions, Resampling
-from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.prediction.held_out import Predictions
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import group_labels, unit_picks
 from scalinglab.serialization import to_jsonable

@@ -19,7 +19,7 @@ from scalinglab.fitting.conditions import rows_mask
 from scalinglab.fitting.form import Law
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.predictions import Predictions, predict
+from scalinglab.fitting.prediction.held_out import Predictions, predict
 from scalinglab.fitting.results import FitData, LawFit
 from scalinglab.fitting.rows import group_labels, keep_below_highest
 

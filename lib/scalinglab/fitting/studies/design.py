@@ -36,8 +36,8 @@ from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
-from scalinglab.fitting.domain import Domain
-from scalinglab.fitting.forecast import residual_sd
+from scalinglab.fitting.prediction.domain import Domain
+from scalinglab.fitting.prediction.forecast import residual_sd
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import progress_bar
 from scalinglab.fitting.solvers import get as get_solver
@@ -221,7 +221,7 @@ def design(result: LawFit, N, D, L, *, target: float, budget_left: float, k: int
            seed: int = 0, progress: bool = False) -> DesignResult:
     """Propose ``k`` runs within ``budget_left`` (FLOP) that most shrink the N_opt(``target``) interval; score
     ``proposal`` ((N, D) arrays), if given, the same way."""
-    from scalinglab.fitting.domain import short
+    from scalinglab.fitting.prediction.domain import short
 
     target, budget_left = (float(x) for x in check_budgets([target, budget_left]))
     if k < 1:

@@ -6,7 +6,7 @@ runs (large D/N) or larger models. ``holdout`` splits a table by a mask or by sm
 relative errors and a summary. When a bootstrap was run, each converged replicate predicts every held-out
 row, and the percentiles of those predictions give an interval.
 
-That interval is parameter uncertainty only (the mean law's). Each row also gets ``fitting.forecast``'s new-
+That interval is parameter uncertainty only (the mean law's). Each row also gets ``fitting.prediction.forecast``'s new-
 run interval, which adds the run-to-run noise σ of the training rows' residuals: a held-out run is a new run,
 so this is the interval it should fall in at about the stated rate if the law's form holds, and the one
 ``summary`` marks "outside". Many runs outside both say the form (or the training range) does not extrapolate,
@@ -16,7 +16,7 @@ several rows come from one model (checkpoints, cooldowns, eval sets), they are n
 far off is a model of the kind the law *was* fitted on, when it is left out?
 
 Rows are chosen by ``fitting.conditions`` (``"tokens>1e11"``; ``where``, ``any_of`` and ``parse_condition`` are
-re-exported here). Each row can carry its distance from the fitted runs (``fitting.domain``;
+re-exported here). Each row can carry its distance from the fitted runs (``fitting.prediction.domain``;
 ``forecast.with_domain`` adds it).
 """
 
@@ -45,9 +45,9 @@ from scalinglab.fitting.conditions import (  # noqa: F401  (re-exported: holdout
     split_rows,
     where,
 )
-from scalinglab.fitting.forecast import residual_sd
 from scalinglab.fitting.options import FitOptions
-from scalinglab.fitting.predictions import Predictions, predict
+from scalinglab.fitting.prediction.forecast import residual_sd
+from scalinglab.fitting.prediction.held_out import Predictions, predict
 from scalinglab.fitting.results import LawFit
 from scalinglab.fitting.rows import group_counts, group_labels, keep_below_highest  # noqa: F401  group_counts re-exported: holdout(..., groups=) draws its cluster bootstrap's weights with it
 from scalinglab.serialization import to_jsonable

@@ -31,9 +31,9 @@ from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.allocation import check_budgets
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
-from scalinglab.fitting.domain import Domain
 from scalinglab.fitting.laws.base import fit_law
 from scalinglab.fitting.options import FitOptions
+from scalinglab.fitting.prediction.domain import Domain
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 

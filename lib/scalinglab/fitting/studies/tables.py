@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalinglab.fitting.predictions import Predictions
+from scalinglab.fitting.prediction.held_out import Predictions
 from scalinglab.fitting.studies import holdout as H
 
 BLANK = ""

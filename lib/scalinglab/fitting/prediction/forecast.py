@@ -9,7 +9,7 @@
 
 Without a bootstrap the mean interval is absent and the new-run interval is the noise alone,
 L̂·exp(±z_q σ). Draws are seeded (the bootstrap's seed), so a saved fit predicts the same digits every time.
-Every prediction and allocation carries ``fitting.domain``'s distance from the fitted runs.
+Every prediction and allocation carries ``fitting.prediction.domain``'s distance from the fitted runs.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 
 from scalinglab.fitting.allocation import allocation_summary
-from scalinglab.fitting.domain import Domain, describe
+from scalinglab.fitting.prediction.domain import Domain, describe
 from scalinglab.fitting.results import LawFit
 
 
 def residual_sd(result: LawFit, N, D, L) -> float:
     """σ of the log-loss residuals, sqrt(Σ r² / (n − free parameters)), r = log L − log L̂
     (``predictions.residual_sd`` for Chinchilla's inputs)."""
-    from scalinglab.fitting.predictions import residual_sd as sd
+    from scalinglab.fitting.prediction.held_out import residual_sd as sd
 
     return sd(result, {"n": N, "d": D}, L)
 
@@ -34,7 +34,7 @@ def residual_sd(result: LawFit, N, D, L) -> float:
 def loss_intervals(result: LawFit, N, D, sigma: float | None, level: float | None = None,
                    seed: int | None = None) -> dict[str, np.ndarray]:
     """``predictions.intervals`` at points (N, D): predicted loss, mean interval, new-run interval, draws."""
-    from scalinglab.fitting.predictions import intervals
+    from scalinglab.fitting.prediction.held_out import intervals
 
     N, D = np.broadcast_arrays(np.asarray(N, float).ravel(), np.asarray(D, float).ravel())
     return intervals(result, {"n": N, "d": D}, sigma, level, seed)

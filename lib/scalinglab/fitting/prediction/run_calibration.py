@@ -2,7 +2,7 @@
 
 A held-out or predicted run is judged against a law fitted on other runs; the runs it is most like (the same
 budget, the same model size, the same group) share misfit with it, so the interval that should hold it is one
-calibrated on whole units left out of the fitted runs (``fitting.calibration``). The unit is, in order:
+calibrated on whole units left out of the fitted runs (``fitting.prediction.calibration``). The unit is, in order:
 ``--bootstrap-by``'s groups; else a scale hold-out's column where its values repeat (``budget>=1e12``: the
 budgets); else the budgets, where a compute column repeats; else the model sizes, where N repeats; else the run.
 The scheme is ``forward`` (each unit predicted from the units below it by scale) when the hold-out is a scale
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import UserError
-from scalinglab.fitting.calibration import UnitCalibration, out_of_unit_residuals
+from scalinglab.fitting.prediction.calibration import UnitCalibration, out_of_unit_residuals
 from scalinglab.fitting.solvers import get as get_solver
 
 SCALE_OPS = (">", ">=")

@@ -6,8 +6,9 @@ percentiles of those predictions are the mean law's interval (parameter uncertai
 run-to-run noise of the fitted runs' residuals in the law's residual space (``residual_sd``), each run also gets
 a new-run interval: a held-out run is a new run, so this is the interval it should fall in at about the stated
 rate if the law's form holds, and the one ``summary`` marks "outside". ``forecast.with_domain`` adds each run's
-distance from the fitted runs (``fitting.domain``) for laws of N and D. ``with_calibration`` adds the interval
-calibrated on units the fit never saw (``fitting.run_calibration``): ``cal_lower``/``cal_upper``, with its unit.
+distance from the fitted runs (``fitting.prediction.domain``) for laws of N and D. ``with_calibration`` adds the
+interval calibrated on units the fit never saw (``fitting.prediction.run_calibration``): ``cal_lower``/``cal_upper``,
+with its unit.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from scalinglab.fitting.domain import legend, short
 from scalinglab.fitting.form import transform
+from scalinglab.fitting.prediction.domain import legend, short
 from scalinglab.fitting.results import LawFit
 from scalinglab.serialization import to_jsonable
 
@@ -61,14 +62,14 @@ class Predictions:
     new_upper: np.ndarray | None = None
     sigma: float | None = None       # run noise in the law's residual space (the fitted rows' residual sd)
     space: str = "log"               # that space: log (a loss), logit or linear (a metric)
-    cal_lower: np.ndarray | None = None      # the calibrated interval (fitting.run_calibration); None without one
+    cal_lower: np.ndarray | None = None      # the calibrated interval (prediction.run_calibration); None without one
     cal_upper: np.ndarray | None = None
     calibration: dict[str, Any] | None = None   # UnitCalibration.to_dict() (+ order_column) of that interval
     cal_units: np.ndarray | None = None      # each predicted run's unit label, for coverage by unit
 
     def with_calibration(self, cal, units=None, note: dict[str, Any] | None = None) -> Predictions:
-        """These predictions with ``cal``'s interval (a ``fitting.calibration.UnitCalibration``) and, if given,
-        each run's unit label (``units``: coverage counts units, not runs)."""
+        """These predictions with ``cal``'s interval (a ``fitting.prediction.calibration.UnitCalibration``) and, if
+        given, each run's unit label (``units``: coverage counts units, not runs)."""
         lo, hi = cal.interval(self.predicted)
         return replace(self, cal_lower=lo, cal_upper=hi, calibration=note or cal.to_dict(),
                        cal_units=None if units is None else np.asarray(units, dtype=object))
@@ -99,7 +100,7 @@ class Predictions:
         """The calibrated interval's coverage of these runs, each unit counting once (``calibration.coverage``)."""
         if not self.has_calibrated_interval:
             return None
-        from scalinglab.fitting.calibration import coverage
+        from scalinglab.fitting.prediction.calibration import coverage
 
         units = self.cal_units if self.cal_units is not None else [f"row {r}" for r in self.rows]
         inside = self.inside_calibrated

@@ -1,7 +1,7 @@
 """A saved fit's predictions for a table of runs (`scalinglab predict`): each run's predicted loss with the mean-law
 and new-run intervals, the interval calibrated on units the fit never saw (when the fit was saved with its
-calibration: ``fitting.run_calibration``), and its distance from the fitted runs, as one result with ``summary()``
-and ``to_dict()``.
+calibration: ``fitting.prediction.run_calibration``), and its distance from the fitted runs, as one result with
+``summary()`` and ``to_dict()``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from scalinglab.errors import OptionError, printable
-from scalinglab.fitting.domain import Domain, legend, short
-from scalinglab.fitting.forecast import prediction_rows
+from scalinglab.fitting.prediction.domain import Domain, legend, short
+from scalinglab.fitting.prediction.forecast import prediction_rows
 from scalinglab.serialization import to_jsonable
 
 
@@ -101,7 +101,7 @@ def predict_table(saved, table, rows, cols: dict[str, str], level: float | None 
     res, bs = saved.result, saved.result.bootstrap
     level = level if level is not None else (bs.level if bs is not None else 0.95)
     out = prediction_rows(res, N, D, saved.domain, saved.residual_sd, level, L if with_loss else None)
-    from scalinglab.fitting.run_calibration import from_saved
+    from scalinglab.fitting.prediction.run_calibration import from_saved
 
     cal = from_saved(saved.calibration)
     if cal is not None:
