@@ -267,6 +267,15 @@ def test_hoffmann_s_procedure_as_written_is_a_solver_and_its_early_stop_is_its_s
     assert fits["mean"].reason in fits["mean"].summary()
     with pytest.raises(UserError, match="for fixed parameters, use the chinchilla-newton or least-squares"):
         fit_law(CHINCHILLA, x, L, FitOptions(solver="lbfgs-hoffmann", fixed={"E": 1.7}))
+    assert fits["mean"].to_dict()["reason"] == fits["mean"].reason and "reason" not in newton.to_dict()
+    # Called by name with the options alone, it reads them: nothing held, resampled or bounded is dropped.
+    for opts, what in ((FitOptions(solver="lbfgs-hoffmann", fixed={"E": 1.7}), "fixed parameters"),
+                       (FitOptions(solver="lbfgs-hoffmann").with_resampling(20), "a bootstrap"),
+                       (FitOptions(solver="lbfgs-hoffmann", objective="squares"), "least squares")):
+        with pytest.raises(UserError, match=f"for {what}, use"):
+            solvers.solve("lbfgs-hoffmann", CHINCHILLA, x, L, options=opts)
+    with pytest.raises(UserError, match="for parameters set on the law"):
+        fit_law(CHINCHILLA.set("E", upper=1.5), x, L, FitOptions(solver="lbfgs-hoffmann"))
     with pytest.raises(UserError, match="for a bootstrap"):
         fit_law(CHINCHILLA, x, L, FitOptions(solver="lbfgs-hoffmann").with_resampling(20))
     with pytest.raises(UserError, match="not solver lbfgs-hoffmann's; it takes LbfgsSettings"):
@@ -285,3 +294,26 @@ def test_hoffmann_s_procedure_as_written_is_a_solver_and_its_early_stop_is_its_s
         assert main(["fit", str(path), "--solver", "lbfgs-hoffmann", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_tie_exponents_on_the_command_line_beside_held_or_tied_exponents(tmp_path, capsys):
+    """--tie-exponents with one exponent held holds both; with both held at one value it fits them; at two values,
+    or beside --tie naming an exponent, it is one line or the same tie."""
+    import json
+
+    from scalinglab.cli import main
+
+    N, D, L = _runs(5)
+    path = tmp_path / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(v)!r}\n" for n, d, v in zip(N, D, L)))
+    outs = {}
+    for key, argv in (("one", ["--fix", "alpha=0.3"]), ("both", ["--fix", "alpha=0.3", "--fix", "beta=0.3"]),
+                      ("tie", ["--tie", "alpha=beta"]), ("plain", [])):
+        assert main(["fit", str(path), "--tie-exponents", *argv, "--json"]) == 0, key
+        outs[key] = json.loads(capsys.readouterr().out)
+    assert outs["one"]["params"] == pytest.approx(outs["both"]["params"], rel=1e-12)
+    assert outs["one"]["fixed"] == {"alpha": 0.3, "beta": 0.3} and outs["one"]["n_free"] == 3
+    assert outs["tie"]["params"] == pytest.approx(outs["plain"]["params"], rel=1e-9) and outs["plain"]["n_free"] == 4
+    assert main(["fit", str(path), "--tie-exponents", "--fix", "alpha=0.3", "--fix", "beta=0.4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "tied exponents need alpha = beta, but they are fixed at 0.3 and 0.4" in err and "\n" not in err

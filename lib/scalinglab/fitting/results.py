@@ -381,6 +381,8 @@ class LawFit:
         if self.ties:
             out["tied"] = dict(self.ties)
         out["solver"] = self.solver or self.law.solver   # the estimator, by its name in fitting.solvers
+        if self.reason:
+            out["reason"] = self.reason
         if self.options is not None:
             out["tie_exponents"] = self.tied
             out["start"] = self.start

@@ -391,8 +391,9 @@ def from_json(obj: Any) -> SavedFit:
     if "start" not in o and "solver" in o:   # files that name the Newton solver's start "solver"
         old = o.pop("solver")                  # (grid, varpro-start or varpro)
         o["start"] = {"varpro-start": "varpro"}.get(old, old)
-    known = ({f.name for f in fields(FitOptions) if f.name != "settings"} | {f.name for f in fields(NewtonSettings)}
-             | {"tie_exponents"})
+    # FitOptions' own fields (bar its ties, written as tie_exponents, and the settings), the Newton settings'.
+    known = ({f.name for f in fields(FitOptions) if f.name not in ("settings", "tied")}
+             | {f.name for f in fields(NewtonSettings)} | {"tie_exponents"})
     unknown = sorted(set(o) - known)
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}")

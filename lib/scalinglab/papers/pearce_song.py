@@ -201,7 +201,7 @@ def _fixed_e(value: float) -> float:
 def law_shift(table: pd.DataFrame, n_total: str, n_kaplan: str, d_col: str = "tokens", loss_col: str = "loss", *,
               n_boot: int = 0, seed: int = 0, level: float = 0.95,
               kaplan_e: float | str | None = None) -> CountingShift:
-    """Approach 3 (:func:`scalinglab.fitting.chinchilla.approach3.fit`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
+    """Approach 3 (:func:`scalinglab.fitting.chinchilla.approach3.fit_arrays`) on the same runs with N = ``n_total`` and with N = ``n_kaplan``.
 
     a = β/(α+β) of each fitted law. The row bootstrap draws resample i from the seed and the
     number of rows alone, so resample i is the same rows in both fits and the shift is paired.
