@@ -112,17 +112,17 @@ def _chinchilla_options(args):
     fixed = list(parse_fix(args.fix, CHINCHILLA, value=fixed_value).items())   # its solver's rules for the values
     delta = check_delta(getattr(args, "delta", None))
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
+    held = {k: v for k, v in fixed if k in ("alpha", "beta")}
     if args.tie_exponents:   # beta = alpha, Chinchilla's one tie, unless --tie already ties an exponent
-        held = {k: v for k, v in fixed if k in ("alpha", "beta")}
-        if len(held) == 2 and held["alpha"] != held["beta"]:
-            raise UserError(f"--tie-exponents: tied exponents need alpha = beta, but they are fixed at "
-                            f"{held['alpha']:g} and {held['beta']:g}")
         if len(held) == 1:   # one exponent of the tied pair held: both held there, nothing left to tie
             (k, v), = held.items()
             fixed.append(("beta" if k == "alpha" else "alpha", v))
         elif not held and not any(k in ("alpha", "beta") for k, _ in tied):
             tied = (*tied, ("beta", "alpha"))
     try:
+        if args.tie_exponents and len(held) == 2 and held["alpha"] != held["beta"]:
+            raise UserError(f"tied exponents need alpha = beta, but they are fixed at {held['alpha']:g} and "
+                            f"{held['beta']:g}")
         options = FitOptions(fixed=fixed, settings=_newton(args), delta=delta, tied=tied,
                              solver=getattr(args, "solver", None))
         if options.solver in (None, "chinchilla-newton"):
