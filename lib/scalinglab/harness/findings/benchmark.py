@@ -34,7 +34,7 @@ def _ranking(r: Mapping[str, Any]) -> str:
     if by.get("best"):
         parts.append(f"{_names(by['best'])} best")
     if by.get("tied for best"):
-        parts.append(f"{_names(by['tied for best'])} tied for best")
+        parts.append(f"{_names(by['tied for best'])} not told apart from the best")
     if by.get("worse"):
         parts.append(f"{_names(by['worse'])} worse")
     if by.get("not ranked"):
@@ -51,7 +51,9 @@ def _baselines(r: Mapping[str, Any]) -> str:
         return f"none has the datasets a comparison with {name} needs"
     beats = [k for k in compared if vb[k]["verdict"] == "beats the baselines"]
     worse = [k for k in compared if vb[k]["verdict"] == "worse than a baseline"]
-    return (f"{len(beats)} of {len(compared)} beat {name} ({_names(beats)})"
+    # Each comparison with the baseline is its own paired interval: an entry can beat the baseline while the
+    # baseline is not told apart from the best entry.
+    return (f"{len(beats)} of {len(compared)} beat {name} pairwise ({_names(beats)})"
             + (f", {len(worse)} are worse than it" if worse else ""))
 
 
