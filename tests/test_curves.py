@@ -137,3 +137,26 @@ def test_a_parameter_is_at_its_bound_by_its_own_tolerance():
     off = F._result(cl, np.array([100.0, 1.0, 2e-6, 1.0, 1.0, 0.5, 0.5]), 0.0, True, y, [], 1e-3, False)
     on = F._result(cl, np.array([100.0, 1.0, 0.0, 1.0, 1.0, 0.5, 3.0]), 0.0, True, y, [], 1e-3, False)
     assert off.at_bound == () and on.at_bound == ("alpha", "gamma")
+
+
+def test_a_parameter_only_band_that_reaches_a_loss_at_or_below_zero_is_none():
+    """Replicates that predict a loss <= 0 do not pin the law: the band is reported as none, not [-1.9, 3.1]."""
+    train = [schedule_curve(n) for n in ("cosine", "constant", "step")]
+    fit = F.fit_curves(train, "multipower")
+    unseen = schedule_curve("wsd", steps=5000)
+
+    class Band:   # a bootstrap whose replicates give the band asked for at every point
+        def __init__(self, lo, hi):
+            self.lo, self.hi = lo, hi
+
+        def interval(self, prepared):
+            n = len(prepared.at) if hasattr(prepared, "at") else len(unseen.at)
+            return np.full(n, self.lo), np.full(n, self.hi)
+
+    final = float(unseen.loss[-1])
+    ok, = E.predict_curves(fit, [unseen], Band(final - 0.1, final + 0.1))
+    assert (ok.final_lo, ok.final_hi, ok.inside) == (pytest.approx(final - 0.1), pytest.approx(final + 0.1), True)
+    for lo in (-1.9, 0.0):
+        none, = E.predict_curves(fit, [unseen], Band(lo, final + 0.1))
+        assert none.final_lo is None and none.final_hi is None and none.inside is None
+        assert none.to_dict()["param_lo"] is None and none.to_dict()["param_inside"] is None

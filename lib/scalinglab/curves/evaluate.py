@@ -154,7 +154,8 @@ class Prediction:
 def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | None = None,
                    cal=None) -> list[Prediction]:
     """Each curve predicted by ``fit``, with the parameter-only band of ``boot`` and the calibrated interval of
-    ``cal`` (a :class:`scalinglab.curves.calibration.CurveCalibration`) at its final loss, when given."""
+    ``cal`` (a :class:`scalinglab.curves.calibration.CurveCalibration`) at its final loss, when given. A band
+    whose lower end is a loss <= 0 is none (``final_lo`` and ``final_hi`` None, not counted as inside or out)."""
     out = []
     for c in curves:
         p = prepare(c, warmup_in_sum=fit.warmup_in_sum)
@@ -163,6 +164,8 @@ def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | No
         if boot is not None:
             lo_a, hi_a = boot.interval(p)
             lo, hi = float(lo_a[-1]), float(hi_a[-1])
+            if not lo > 0:   # replicates that predict a loss <= 0 do not pin the law there: no band, not a number
+                lo = hi = None
         if cal is not None:
             clo_a, chi_a = cal.interval(pred[-1:])
             clo, chi = float(clo_a[0]), float(chi_a[0])
