@@ -139,24 +139,26 @@ def test_a_parameter_is_at_its_bound_by_its_own_tolerance():
     assert off.at_bound == () and on.at_bound == ("alpha", "gamma")
 
 
-def test_a_parameter_only_band_that_reaches_a_loss_at_or_below_zero_is_none():
-    """Replicates that predict a loss <= 0 do not pin the law: the band is reported as none, not [-1.9, 3.1]."""
+def test_a_parameter_only_band_stops_at_a_loss_of_zero_and_a_miss_above_it_stays_a_miss():
+    """Replicates that predict a loss <= 0 put the band's lower end at 0, a loss's floor, not at -1.9; a final
+    loss above the upper end is still outside (the band is no wider above for reaching low)."""
     train = [schedule_curve(n) for n in ("cosine", "constant", "step")]
     fit = F.fit_curves(train, "multipower")
     unseen = schedule_curve("wsd", steps=5000)
-
-    class Band:   # a bootstrap whose replicates give the band asked for at every point
-        def __init__(self, lo, hi):
-            self.lo, self.hi = lo, hi
-
-        def interval(self, prepared):
-            n = len(prepared.at) if hasattr(prepared, "at") else len(unseen.at)
-            return np.full(n, self.lo), np.full(n, self.hi)
-
     final = float(unseen.loss[-1])
-    ok, = E.predict_curves(fit, [unseen], Band(final - 0.1, final + 0.1))
-    assert (ok.final_lo, ok.final_hi, ok.inside) == (pytest.approx(final - 0.1), pytest.approx(final + 0.1), True)
-    for lo in (-1.9, 0.0):
-        none, = E.predict_curves(fit, [unseen], Band(lo, final + 0.1))
-        assert none.final_lo is None and none.final_hi is None and none.inside is None
-        assert none.to_dict()["param_lo"] is None and none.to_dict()["param_inside"] is None
+
+    class Replicates(E.CurveBootstrap):   # replicates whose final losses are given, not refitted
+        def predict(self, curve, new_curve=True, seed=0):
+            return np.repeat(self.thetas[:, :1], len(unseen.at), axis=1)
+
+    def band(values):
+        return Replicates("multipower", np.asarray(values, float)[:, None], 1, 0.95, (), True)
+
+    wide = np.linspace(-1.9, final + 0.5, 201)     # reaches far below 0, and above the final loss
+    ok, = E.predict_curves(fit, [unseen], band(wide))
+    assert ok.final_lo == 0.0 and ok.final_hi > final and ok.inside is True
+    short = np.linspace(-1.9, final - 0.5, 201)    # reaches below 0 but stops short of the final loss: a miss
+    miss, = E.predict_curves(fit, [unseen], band(short))
+    assert miss.final_lo == 0.0 and miss.inside is False and miss.to_dict()["param_inside"] is False
+    lo, hi = band(short).interval(unseen)
+    assert np.all(lo >= 0) and np.all(hi < final)

@@ -317,3 +317,26 @@ def test_tie_exponents_on_the_command_line_beside_held_or_tied_exponents(tmp_pat
     assert main(["fit", str(path), "--tie-exponents", "--fix", "alpha=0.3", "--fix", "beta=0.4"]) == 2
     err = capsys.readouterr().err.strip()
     assert "tied exponents need alpha = beta, but they are fixed at 0.3 and 0.4" in err and "\n" not in err
+
+
+def test_tie_exponents_beside_a_tie_of_an_exponent_on_the_command_line(tmp_path, capsys):
+    """--tie-exponents beside --tie beta=alpha is that tie (with a held alpha too); beside another tie of an
+    exponent it is one line naming both, before the runs are read."""
+    import json
+
+    from scalinglab.cli import main
+
+    N, D, L = _runs(6)
+    path = tmp_path / "runs.csv"
+    path.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(v)!r}\n" for n, d, v in zip(N, D, L)))
+    outs = []
+    for argv in (["--fix", "alpha=0.3", "--tie", "beta=alpha"], ["--fix", "alpha=0.3"], ["--fix", "beta=0.3"]):
+        assert main(["fit", str(path), "--tie-exponents", *argv, "--json"]) == 0, argv
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0]["params"] == pytest.approx(outs[1]["params"], rel=1e-12)
+    assert outs[1]["params"] == pytest.approx(outs[2]["params"], rel=1e-12) and outs[2]["n_free"] == 3
+    assert outs[2]["fixed"] == {"alpha": 0.3, "beta": 0.3}
+    assert main(["fit", str(tmp_path / "absent.csv"), "--tie-exponents", "--tie", "beta=1.1*alpha",
+                 "--solver", "least-squares"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--tie-exponents holds beta = alpha, but --tie gives beta = 1.1*alpha" in err and "\n" not in err

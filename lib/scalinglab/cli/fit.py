@@ -113,16 +113,19 @@ def _chinchilla_options(args):
     delta = check_delta(getattr(args, "delta", None))
     tied = parse_tie(getattr(args, "tie", None), CHINCHILLA)
     held = {k: v for k, v in fixed if k in ("alpha", "beta")}
-    if args.tie_exponents:   # beta = alpha, Chinchilla's one tie, unless --tie already ties an exponent
-        if len(held) == 1:   # one exponent of the tied pair held: both held there, nothing left to tie
-            (k, v), = held.items()
-            fixed.append(("beta" if k == "alpha" else "alpha", v))
-        elif not held and not any(k in ("alpha", "beta") for k, _ in tied):
-            tied = (*tied, ("beta", "alpha"))
+    pair = {k: v for k, v in tied if k in ("alpha", "beta")}   # --tie's ties of an exponent
     try:
-        if args.tie_exponents and len(held) == 2 and held["alpha"] != held["beta"]:
-            raise UserError(f"tied exponents need alpha = beta, but they are fixed at {held['alpha']:g} and "
-                            f"{held['beta']:g}")
+        if args.tie_exponents:   # beta = alpha, Chinchilla's one tie; --tie may say it too, not otherwise
+            other = {k: v for k, v in pair.items() if v.strip() != ("beta" if k == "alpha" else "alpha")}
+            if other:
+                k, v = next(iter(other.items()))
+                raise UserError(f"--tie-exponents holds beta = alpha, but --tie gives {k} = {v}: give one of them")
+            if len(held) == 2 and held["alpha"] != held["beta"]:
+                raise UserError(f"tied exponents need alpha = beta, but they are fixed at {held['alpha']!r} and "
+                                f"{held['beta']!r}")
+            if len(held) < 2 and not pair:
+                # With one exponent held, the tie holds the other at its value (the law's tie resolution).
+                tied = (*tied, ("alpha", "beta") if "beta" in held else ("beta", "alpha"))
         options = FitOptions(fixed=fixed, settings=_newton(args), delta=delta, tied=tied,
                              solver=getattr(args, "solver", None))
         if options.solver in (None, "chinchilla-newton"):

@@ -91,7 +91,9 @@ class CurveBootstrap:
     def interval(self, curve: Curve | Prepared, new_curve: bool = True, seed: int = 0):
         preds = self.predict(curve, new_curve, seed)
         a = (1 - self.level) / 2
-        return np.quantile(preds, a, axis=0), np.quantile(preds, 1 - a, axis=0)
+        # A loss is positive: replicates that predict a loss <= 0 leave the band's lower end at 0, its floor, and the
+        # upper end stands (a final loss above it is a miss however low the band reaches).
+        return np.maximum(np.quantile(preds, a, axis=0), 0.0), np.quantile(preds, 1 - a, axis=0)
 
     def to_dict(self) -> dict:
         return to_jsonable(dict(law=self.law, replicates=len(self.thetas), block=self.block, level=self.level,
@@ -154,8 +156,7 @@ class Prediction:
 def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | None = None,
                    cal=None) -> list[Prediction]:
     """Each curve predicted by ``fit``, with the parameter-only band of ``boot`` and the calibrated interval of
-    ``cal`` (a :class:`scalinglab.curves.calibration.CurveCalibration`) at its final loss, when given. A band
-    whose lower end is a loss <= 0 is none (``final_lo`` and ``final_hi`` None, not counted as inside or out)."""
+    ``cal`` (a :class:`scalinglab.curves.calibration.CurveCalibration`) at its final loss, when given."""
     out = []
     for c in curves:
         p = prepare(c, warmup_in_sum=fit.warmup_in_sum)
@@ -164,8 +165,6 @@ def predict_curves(fit: CurveFit, curves: list[Curve], boot: CurveBootstrap | No
         if boot is not None:
             lo_a, hi_a = boot.interval(p)
             lo, hi = float(lo_a[-1]), float(hi_a[-1])
-            if not lo > 0:   # replicates that predict a loss <= 0 do not pin the law there: no band, not a number
-                lo = hi = None
         if cal is not None:
             clo_a, chi_a = cal.interval(pred[-1:])
             clo, chi = float(clo_a[0]), float(chi_a[0])

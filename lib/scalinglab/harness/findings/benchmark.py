@@ -33,8 +33,10 @@ def _ranking(r: Mapping[str, Any]) -> str:
     parts = []
     if by.get("best"):
         parts.append(f"{_names(by['best'])} best")
-    if by.get("tied for best"):
-        parts.append(f"{_names(by['tied for best'])} not told apart from the best")
+    if by.get("tied for best"):   # the best among them (ranking relabels it when others tie), then the rest
+        tied = [e for e in by["tied for best"] if e != r.get("best")]
+        parts.append(f"{_names([r['best']])} best, {_names(tied)} not told apart from it"
+                     if r.get("best") in by["tied for best"] else f"{_names(tied)} not told apart from the best")
     if by.get("worse"):
         parts.append(f"{_names(by['worse'])} worse")
     if by.get("not ranked"):

@@ -13,11 +13,6 @@ LAW_NAMES = {"multipower": "multi-power (Huber optimum)", "multipower_early_stop
              "tissue": "Tissue et al.'s annealing law", "baseline": "power law in steps"}
 
 
-def _no_band(n: int) -> str:
-    """' (1 more reaches a loss ≤ 0: no band)': parameter-only bands that are none, counted apart."""
-    return f" ({n} more {'reaches' if n == 1 else 'reach'} a loss ≤ 0: no band)" if n > 0 else ""
-
-
 def small_diff(ours: float | None, theirs: float | None, places: int) -> str:
     """ours − theirs with a sign, to ``places`` decimals, or to its first significant digit when it is smaller
     than that (−0.00004, not 0.0000)."""
@@ -86,8 +81,7 @@ def loss_curves(summary: Mapping[str, Any]) -> list[Finding]:
         f"(×{dec(math.exp(oc('median_half_width')), 2)})"
         + (f", pooled over {oc('pooled_df')} widths {oc('pooled_inside')} of {oc('pooled_total')} at "
            f"{dec(oc('pooled_median_half_width'), 2)}" if "pooled_df" in oc() else "")
-        + f"; parameter-only bands {oc('parameter_only_inside')} of {oc('parameter_only_total')}"
-        + _no_band(oc("total") - oc("parameter_only_total")) + "."))
+        + f"; parameter-only bands {oc('parameter_only_inside')} of {oc('parameter_only_total')}."))
     one = s.sub("one_run")
     sep = one("separate_a")
     if one("identified"):
