@@ -33,7 +33,14 @@ import numpy as np
 
 from scalinglab.errors import OptionError, UserError
 from scalinglab.fitting.chinchilla.law import PARAMS, ScalingLaw, to_params, to_theta
-from scalinglab.fitting.chinchilla.newton import batched_solve, law_terms, objective, projected_grad, value_and_grad
+from scalinglab.fitting.chinchilla.newton import (
+    batched_solve,
+    law_terms,
+    log_rss,
+    objective,
+    projected_grad,
+    value_and_grad,
+)
 from scalinglab.fitting.chinchilla.settings import (
     NewtonSettings,
     Parametrisation,
@@ -322,7 +329,7 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
     ok = converged[best] and grad_norm <= s.status_gtol
     unidentified = _vanished_terms(theta, logN, logD, P, at_bound)
     status = ("at_bound" if at_bound else "unidentified" if unidentified else "converged" if ok else "failed")
-    rss = float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
+    rss = log_rss(theta, logN, logD, logL)
     result = chinchilla_fit(exact_fixed(to_params(theta), opts), objective=f, status=status, at_bound=at_bound,
                             unidentified=unidentified, n_rows=len(logL), n_starts=len(starts), grad_norm=grad_norm,
                             options=opts, rss=rss)

@@ -12,13 +12,14 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.fitting.chinchilla.approach3 import check_identifiable, chinchilla_fit
 from scalinglab.fitting.chinchilla.law import to_params
-from scalinglab.fitting.chinchilla.newton import law_terms, value_and_grad
+from scalinglab.fitting.chinchilla.newton import log_rss, value_and_grad
 from scalinglab.fitting.chinchilla.newton import objective as summed_huber
 from scalinglab.fitting.chinchilla.settings import NewtonSettings, hoffmann_grid
 from scalinglab.fitting.huber import HUBER_DELTA
 from scalinglab.fitting.rows import progress_bar
 
 REDUCTIONS = ("sum", "mean")
+N_STARTS = len(hoffmann_grid())   # Hoffmann's 4,500 starts
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class LbfgsSettings:
     def __post_init__(self):
         if self.reduction not in REDUCTIONS:
             raise UserError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {self.reduction!r}")
-        n = len(hoffmann_grid())
+        n = N_STARTS
         if isinstance(self.stride, bool) or not isinstance(self.stride, (int, np.integer)) or not 1 <= self.stride <= n:
             raise UserError(f"stride {self.stride!r}: every stride-th of Hoffmann's {n:,} starts, a whole number "
                             f"from 1 to {n:,}")
@@ -46,11 +47,15 @@ def lbfgs_per_start(N, D, L, starts: np.ndarray | None = None, *, reduction: str
     With ``reduction="mean"`` the objective is n times smaller, so the default ``ftol``/``gtol`` stop the search
     early. Returns (θ (K, 5), objective (K,)) in the sum scale, so the two reductions compare directly.
     """
-    from scipy.optimize import minimize
-
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
-    logN, logD, logL = check_identifiable(N, D, L)
+    return _per_start(*check_identifiable(N, D, L), starts, reduction, delta, progress)
+
+
+def _per_start(logN, logD, logL, starts, reduction: str, delta: float, progress: bool):
+    """``lbfgs_per_start`` on the runs' logs, checked."""
+    from scipy.optimize import minimize
+
     starts = hoffmann_grid() if starts is None else np.atleast_2d(np.asarray(starts, float))
     thetas = np.array([minimize(value_and_grad, th0, args=(logN, logD, logL, delta, reduction),
                                 jac=True, method="L-BFGS-B").x
@@ -78,11 +83,10 @@ def solve(law, inputs, y, *, options, fixed=None, ties=None, objective=None, del
                         "solver")
     s = options.settings_for(LbfgsSettings)
     delta = options.delta if delta is None else delta
-    N, D, L = inputs["n"], inputs["d"], np.asarray(y, float)
     cols = tuple((names or {}).get(k, d) for k, d in (("n", "N"), ("d", "D"), ("y", "loss")))
-    logN, logD, logL = check_identifiable(N, D, L, cols)   # a refusal names the table's columns
+    logN, logD, logL = check_identifiable(inputs["n"], inputs["d"], y, cols)   # a refusal names the table's columns
     starts = hoffmann_grid()[:: s.stride]
-    thetas, fs = lbfgs_per_start(N, D, L, starts, reduction=s.reduction, delta=delta, progress=progress)
+    thetas, fs = _per_start(logN, logD, logL, starts, s.reduction, delta, progress)
     best = int(np.argmin(fs))
     theta = thetas[best]
     grad_norm = float(np.max(np.abs(value_and_grad(theta, logN, logD, logL, delta)[1])))
@@ -90,7 +94,7 @@ def solve(law, inputs, y, *, options, fixed=None, ties=None, objective=None, del
     ok = grad_norm <= tol
     reason = "" if ok else (f"L-BFGS-B stopped at gradient {grad_norm:.1e}, above {tol:g}, under scipy's default "
                             f"tolerances on the {s.reduction}")
-    rss = float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
     return chinchilla_fit(to_params(theta), options=options, objective=float(fs[best]),
-                          status="converged" if ok else "failed", n_rows=len(L), n_starts=len(starts),
-                          grad_norm=grad_norm, rss=rss, reason=reason)
+                          status="converged" if ok else "failed", n_rows=len(logL), n_starts=len(starts),
+                          grad_norm=grad_norm, rss=log_rss(theta, logN, logD, logL),
+                          reason=reason)

@@ -35,6 +35,11 @@ def law_terms(theta: np.ndarray, logN: np.ndarray, logD: np.ndarray):
     return m + np.log(s), xE / s, xA / s, xB / s
 
 
+def log_rss(theta: np.ndarray, logN: np.ndarray, logD: np.ndarray, logL: np.ndarray) -> float:
+    """The sum of squared log residuals of one θ (5,): the fit's ``rss``, whatever solver found θ."""
+    return float(np.sum((law_terms(theta[None, :], logN, logD)[0][0] - logL) ** 2))
+
+
 def _jacobian(pE, pA, pB, logN, logD) -> np.ndarray:
     """∂ log L̂ / ∂θ, shape (K, n, 5)."""
     return np.stack([pE, pA, pB, -pA * logN, -pB * logD], axis=-1)

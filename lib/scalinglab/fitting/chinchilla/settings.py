@@ -98,21 +98,20 @@ def chinchilla_options(options: FitOptions | None = None) -> FitOptions:
     MAX_FIXED_EXPONENT); one tie, beta = alpha, kept as ``(("beta", "alpha"),)``, where holding one exponent of the
     pair holds both; something left to fit; the varpro start only without held parameters."""
     opts = options or FitOptions()
+    canon = {p.lower(): p for p in PARAMS}
     out: dict[str, float] = {}
-    for name, value in opts.fixed:
-        canon = {p.lower(): p for p in PARAMS}.get(name.lower())
-        if canon is None:   # another law's parameter reached Chinchilla's solver
+    for name, value in opts.fixed:   # FitOptions has refused a name given twice, in any case
+        canon_name = canon.get(name.lower())
+        if canon_name is None:   # another law's parameter reached Chinchilla's solver
             raise UserError(f"fixed {name}: Chinchilla's law has no such parameter; one of {', '.join(PARAMS)}")
-        v = fixed_value(canon, value)
-        if canon in out:
-            raise UserError(f"{canon} is fixed twice ({out[canon]:g} and {v:g})")
+        v = fixed_value(canon_name, value)
         # An exponent held past MAX_FIXED_EXPONENT is no exponent a law means (beta = 1e300 was accepted). Up to
         # it, a term it makes negligible at every run is reported as not identified (alpha = 10 is such a test).
-        if canon in ("alpha", "beta") and v > MAX_FIXED_EXPONENT:
-            raise UserError(f"fixed {canon} = {v:g}: an exponent is at most {MAX_FIXED_EXPONENT:g} (at 100, "
-                            f"{'N' if canon == 'alpha' else 'D'}^-{canon} is already below 1e-700 at any run)")
-        out[canon] = v
-    canon = {p.lower(): p for p in PARAMS}
+        if canon_name in ("alpha", "beta") and v > MAX_FIXED_EXPONENT:
+            raise UserError(f"fixed {canon_name} = {v:g}: an exponent is at most {MAX_FIXED_EXPONENT:g} (at 100, "
+                            f"{'N' if canon_name == 'alpha' else 'D'}^-{canon_name} is already below 1e-700 at any "
+                            "run)")
+        out[canon_name] = v
     ties = {canon.get(k.lower(), k): canon.get(v.strip().lower(), v) for k, v in opts.tied}
     if ties and ties not in ({"beta": "alpha"}, {"alpha": "beta"}):
         named = " and ".join(f"{k} to {v}" for k, v in ties.items())
