@@ -56,8 +56,11 @@ def test_errors_by_kind():
     assert out["over_trained"]["n"] == 4 and out["over_trained"]["all_below"] is True
     assert out["over_trained"]["mean_rel_error"] == pytest.approx((-0.01 - 0.2 - 0.05 - 0.19) / 4)
     assert out["large_at_m1"] == {"1.4B": pytest.approx(-0.013), "6.9B": pytest.approx(0.02)}
-    err[0] = 0.001  # one over-trained run above its actual loss
-    assert O.errors_by_kind(N, M, err)["over_trained"]["all_below"] is False
+    # by size: 1e8 (two runs), 4e8 and 1.4e9 have over-trained runs; 6.9e9 and the 1.4e9 run at M = 1 do not count
+    assert out["over_trained"]["sizes"] == 3 and out["over_trained"]["sizes_all_below"] == 3
+    err[0] = 0.001  # one over-trained run above its actual loss: its size is no longer all below
+    out = O.errors_by_kind(N, M, err)["over_trained"]
+    assert out["all_below"] is False and out["sizes"] == 3 and out["sizes_all_below"] == 2
 
 
 LAW = F.ScalingLaw(E=1.8, A=400.0, B=900.0, alpha=0.34, beta=0.30)

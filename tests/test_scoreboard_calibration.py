@@ -124,6 +124,34 @@ def test_twin_coverage_is_counted_once():
     assert c["n_units"] == 3 and c["units_inside"] == 2.5 and c["datasets"] == 2
 
 
+def test_coverage_comes_with_its_width_per_independent_dataset():
+    iv = lambda inside, w: {"intervals": {"calibrated": {"units_inside": inside, "n_units": 1,  # noqa: E731
+                                                         "half_width_log": w}}}
+    rows = [_row("gadre / law engine", "twins", 0.01, "x") | iv(1.0, 0.02),
+            _row("gadre / law engine", "twins", 0.01, "y") | iv(1.0, 0.04),   # one dataset: its width 0.03
+            _row("gadre / law engine", "b", 0.01) | iv(1.0, 0.10),
+            _row("gadre / law engine", "c", 0.01) | iv(0.0, 0.20),
+            _row("kaplan / law engine", "b", 0.01) | iv(1.0, 0.50)]
+    out = RK.coverage_overall(rows)
+    assert out["entries"]["gadre / law engine"]["calibrated"]["half_width_log"] == pytest.approx(0.10)
+    # pooled over the laws: the median of the four datasets' widths (0.03, 0.10, 0.20, 0.50), not of the rows
+    assert out["laws"]["calibrated"]["half_width_log"] == pytest.approx(0.15)
+    assert out["laws"]["calibrated"]["units_inside"] == 3.0
+    # an interval without a width (an older row) leaves the width out rather than inventing one
+    bare = [_row("gadre / law engine", "b", 0.01) | {"intervals": {"calibrated": {"units_inside": 1, "n_units": 1}}}]
+    assert "half_width_log" not in RK.coverage_overall(bare)["laws"]["calibrated"]
+
+
+def test_an_interval_is_scored_with_its_median_half_width_in_log_loss():
+    from scalinglab.benchmark.calibrated import _scored
+
+    y = np.array([1.0, 1.0, 1.0])
+    lo, hi = np.array([0.9, np.exp(-0.2), np.nan]), np.array([np.exp(0.1) ** 2 * 0.9, np.exp(0.2), 2.0])
+    out = _scored(y, lo, hi, ["a", "b", "c"])
+    assert out["half_width_log"] == pytest.approx(0.15)    # 0.1 and 0.2; the NaN bound is left out of the width
+    assert out["units_inside"] == 2 and out["n_units"] == 3   # and counts as outside
+
+
 def test_open_athena_twins_share_their_group(mirror):
     groups = {s.dataset: s.independent for s in (P.open_athena(e) for e in P.open_athena_experiments())}
     assert groups["epochai_chinchilla__massivetext__chinchilla"] == groups["ml_scalefit__massivetext__chinchilla"]

@@ -171,6 +171,16 @@ def _percentile_interval(draws: np.ndarray, level: float) -> tuple[np.ndarray, n
     return lo, hi
 
 
+def _scored(y, lo, hi, units) -> dict[str, Any]:
+    """An interval's coverage of the held-out units, with its width beside it: ``half_width_log``, the median
+    over held-out points of half the interval's width in log loss (≈ the ± relative error it allows), since a
+    coverage alone rewards an interval for being wide."""
+    with np.errstate(all="ignore"):
+        half = 0.5 * np.log(np.asarray(hi, float) / np.asarray(lo, float))
+    half = half[np.isfinite(half)]
+    return coverage(y, lo, hi, units).to_dict() | {"half_width_log": float(np.median(half)) if half.size else None}
+
+
 def entry_intervals(split: Split, law: str, estimator: str, held: Fitted, level: float = 0.95,
                     sigma: float | None = None) -> dict[str, Any]:
     """The three intervals' coverage of the held-out units for one entry (``held``: its fit on all the training
@@ -185,12 +195,12 @@ def entry_intervals(split: Split, law: str, estimator: str, held: Fitted, level:
         cal = _loss_calibration(fits, level)
         lo, hi = cal.interval(pred)
         out["calibration"] = cal.to_dict()
-        out["calibrated"] = coverage(y, lo, hi, units).to_dict() if cal.ok else None
+        out["calibrated"] = _scored(y, lo, hi, units) if cal.ok else None
         if held.result is not None and getattr(held.result, "bootstrap", None) is not None:
             draws = np.asarray(held.result.draws({r: te[r].to_numpy(float) for r in held.result.law.inputs}), float)
             if draws.ndim == 2 and draws.shape[0] > 0:
                 plo, phi = _percentile_interval(draws, level)
-                out["parameter_only"] = coverage(y, plo, phi, units).to_dict()
+                out["parameter_only"] = _scored(y, plo, phi, units)
             else:  # no replicate converged (random losses): no parameter-only interval to count
                 out["parameter_only"] = None
         else:
@@ -199,7 +209,7 @@ def entry_intervals(split: Split, law: str, estimator: str, held: Fitted, level:
             from statistics import NormalDist
 
             h = NormalDist().inv_cdf((1 + level) / 2) * sigma
-            out["noise_only"] = coverage(y, pred * np.exp(-h), pred * np.exp(h), units).to_dict()
+            out["noise_only"] = _scored(y, pred * np.exp(-h), pred * np.exp(h), units)
     if split.kind == "isoflop":
         ref = budget_reference(te).iloc[-1]
         c_held = float(ref["c"])

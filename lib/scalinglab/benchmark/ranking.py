@@ -120,8 +120,9 @@ def rankings(rows: list[dict], level: float = 0.95) -> dict[str, Any]:
 
 def coverage_overall(rows: list[dict]) -> dict[str, Any]:
     """Per entry and pooled: units inside / independent held-out units, for each interval (twins merged: their
-    held-out units are the same units, so their counts are averaged). N_opt and L_min: calibrated only, one
-    unit per isoFLOP dataset."""
+    held-out units are the same units, so their counts are averaged), and beside each loss interval's coverage
+    its width: ``half_width_log``, the median over datasets of each dataset's median half-width in log loss.
+    N_opt and L_min: calibrated only, one unit per isoFLOP dataset."""
     per: dict[str, dict[str, dict[str, list]]] = {}
     for r in rows:
         iv = r.get("intervals") or {}
@@ -130,28 +131,42 @@ def coverage_overall(rows: list[dict]) -> dict[str, Any]:
             c = iv.get(kind)
             if c:
                 per.setdefault(e, {}).setdefault(kind, {}).setdefault(r["group"], []).append(
-                    (c["units_inside"], c["n_units"]))
+                    (c["units_inside"], c["n_units"], c.get("half_width_log")))
         for what in ("n_opt", "l_min"):
             c = iv.get(what)
             if c and c.get("inside") is not None:
                 per.setdefault(e, {}).setdefault(what, {}).setdefault(r["group"], []).append(
-                    (float(c["inside"]), 1))
+                    (float(c["inside"]), 1, None))
+
+    def widths(groups: dict[str, list]) -> list[float]:
+        """One width per independent dataset (twins averaged), where its rows have one."""
+        out = []
+        for v in groups.values():
+            w = [x for _, _, x in v if x is not None]
+            if w:
+                out.append(float(np.mean(w)))
+        return out
 
     def total(groups: dict[str, list]) -> dict[str, Any]:
-        inside = sum(float(np.mean([a for a, _ in v])) for v in groups.values())
-        n = sum(float(np.mean([b for _, b in v])) for v in groups.values())
+        inside = sum(float(np.mean([a for a, _, _ in v])) for v in groups.values())
+        n = sum(float(np.mean([b for _, b, _ in v])) for v in groups.values())
+        w = widths(groups)
         return {"units_inside": inside, "n_units": n, "coverage": inside / n if n else np.nan,
-                "datasets": len(groups)}
+                "datasets": len(groups)} | ({"half_width_log": float(np.median(w))} if w else {})
 
     out: dict[str, Any] = {"entries": {e: {k: total(g) for k, g in kinds.items()} for e, kinds in per.items()}}
     for name, pick in (("laws", lambda e: not e.startswith("baseline /")), ("all", lambda e: True)):
         pooled = {}
         for kind in KINDS + ("n_opt", "l_min"):
-            parts = [out["entries"][e][kind] for e in out["entries"] if pick(e) and kind in out["entries"][e]]
-            if parts:
+            chosen = [e for e in out["entries"] if pick(e) and kind in out["entries"][e]]
+            if chosen:
+                parts = [out["entries"][e][kind] for e in chosen]
                 inside, n = sum(p["units_inside"] for p in parts), sum(p["n_units"] for p in parts)
                 pooled[kind] = {"units_inside": inside, "n_units": n, "coverage": inside / n if n else np.nan,
                                 "entries": len(parts)}
+                w = [x for e in chosen for x in widths(per[e][kind])]
+                if w:
+                    pooled[kind]["half_width_log"] = float(np.median(w))
         out[name] = pooled
     return to_jsonable(out)
 
@@ -180,5 +195,7 @@ def summary_lines(ranking: dict[str, Any], cover: dict[str, Any], level: float) 
         p = cover.get(name) or {}
         if p:
             lines.append(f"  {'pooled, ' + name:<28}" + "; ".join(
-                f"{k} {v['coverage']:.2f} ({v['units_inside']:.1f}/{v['n_units']:.0f})" for k, v in p.items()))
+                f"{k} {v['coverage']:.2f} ({v['units_inside']:.1f}/{v['n_units']:.0f}"
+                + (f", median half-width {v['half_width_log']:.3f} in log loss" if "half_width_log" in v else "")
+                + ")" for k, v in p.items()))
     return lines

@@ -337,11 +337,16 @@ def errors_by_kind(N, M, rel_error, *, large: float = 1e9, m_over: float = 1.5) 
     """Held-out errors split into the two kinds a fit on small runs at M ≤ 1 is asked to predict.
 
     ``over_trained`` (M > ``m_over``): how many, their mean signed error and whether every one is below
-    its actual loss; ``large_at_m1`` (N > ``large`` and M ≤ ``m_over``): each such run's error, keyed by
-    its size in billions ("1.4B"). M is the token multiplier D/(20N); errors are (predicted − actual)/actual."""
+    its actual loss, and the same counted by model size, the unit whose runs share a misfit (``sizes``: the
+    sizes that have over-trained runs; ``sizes_all_below``: those whose every over-trained run is below);
+    ``large_at_m1`` (N > ``large`` and M ≤ ``m_over``): each such run's error, keyed by its size in billions
+    ("1.4B"). M is the token multiplier D/(20N); errors are (predicted − actual)/actual."""
     N, M, err = (np.asarray(x, float).ravel() for x in (N, M, rel_error))
     over, big = M > m_over, (N > large) & (M <= m_over)
+    sizes = np.unique(N[over])
     return {"over_trained": {"n": int(over.sum()),
                              "mean_rel_error": float(err[over].mean()) if over.any() else float("nan"),
-                             "all_below": bool(over.any() and (err[over] < 0).all())},
+                             "all_below": bool(over.any() and (err[over] < 0).all()),
+                             "sizes": len(sizes),
+                             "sizes_all_below": sum(bool((err[over & (N == n)] < 0).all()) for n in sizes)},
             "large_at_m1": {f"{n / 1e9:.1f}B": float(e) for n, e in zip(N[big], err[big])}}

@@ -87,12 +87,21 @@ def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
     cal, par = cov.get("calibrated"), cov.get("parameter_only")
     if cal:
         noise = cov.get("noise_only")
+
+        def width(c: Mapping[str, Any], sep: str) -> str:
+            # a coverage alone rewards a wide interval: each comes with its median half-width, a relative error
+            w = c.get("half_width_log")
+            return f"{sep}±{pct(w, 1)}" if w is not None else ""
+
         out.append(Finding(
             f"Over the independent held-out units, the laws' calibrated {pct(st('level'), 0)} intervals (fitted one "
             f"training unit below each, forward by scale) hold {dec(cal['units_inside'], 1)} of "
-            f"{dec(cal['n_units'], 0)} ({pct(cal['coverage'], 0)})"
-            + (f"; the bootstrap's parameter-only intervals {pct(par['coverage'], 0)}" if par else "")
-            + (f", the noise-only ones {pct(noise['coverage'], 0)}" if noise else "") + "."))
+            f"{dec(cal['n_units'], 0)} ({pct(cal['coverage'], 0)}{width(cal, ', ')})"
+            + (f"; the bootstrap's parameter-only intervals {pct(par['coverage'], 0)}"
+               + (f" ({width(par, '')})" if width(par, "") else "") if par else "")
+            + (f", the noise-only ones {pct(noise['coverage'], 0)}"
+               + (f" ({width(noise, '')})" if width(noise, "") else "") if noise else "")
+            + ("; ± is the median half-width, a share of the loss." if width(cal, "") else ".")))
 
     sld = s("sldbench")
     against = {k: v for k, v in sld.items() if not _missing(v.get("baseline_r2"))}

@@ -35,21 +35,27 @@ def extrapolation(summary: Mapping[str, Any]) -> list[Finding]:
     n_held = sum(f("heldout", "summary", "n") for _, f in fits)
     new_run = [f("heldout", "summary").get("n_inside_new_run_interval") for _, f in fits]
     n_over = sum(f("by_kind", "over_trained", "n") for _, f in fits)
+    # Runs of one model size share its misfit, so the sign is also counted by size, the unit.
+    sizes = sum(f("by_kind", "over_trained", "sizes") for _, f in fits)
+    sizes_below = sum(f("by_kind", "over_trained", "sizes_all_below") for _, f in fits)
+    by_size = (f"in all {sizes} model sizes" if sizes_below == sizes
+               else f"all of them in {sizes_below} of {sizes} model sizes")
     if None in new_run:   # a summary without the new-run intervals: the mean law's count
-        coverage = f"only {inside} of {n_held} held-out runs fall inside the fits' 95% intervals"
+        coverage = f"Only {inside} of {n_held} held-out runs fall inside the fits' 95% intervals"
     else:
-        coverage = (f"95% intervals for a new run (training runs resampled, plus their scatter) hold "
-                    f"{sum(new_run)} of {n_held} held-out runs")
+        coverage = f"New-run 95% intervals hold {sum(new_run)} of {n_held} held-out runs"
     held_in = sum(new_run) if None not in new_run else inside
+    # 95% intervals holding under 90% of the runs, with misses of one sign: a shared offset, not noise
+    biased = all_below and held_in < 0.9 * n_held
     out.append(Finding(
-        f"Fitted on Gadre et al.'s runs at M ≤ 1 (≤ 20 tokens per parameter, {len(fits)} corpora), Hoffmann's law "
+        f"Fitted on Gadre et al.'s runs at M ≤ 1 ({len(fits)} corpora), Hoffmann's law "
         + (f"predicts all {n_over} over-trained runs too low" if all_below
            else "predicts over-trained runs too low on average")
-        + f" (mean {_span(over, lambda v: pct(v, sign=True))} by corpus); {coverage}"
-        # 95% intervals holding under 90% of the runs, with misses of one sign: a shared offset, not noise
-        + (": the form is biased beyond this range, not merely uncertain."
-           if all_below and held_in < 0.9 * n_held
-           else ": the misses are within what parameter uncertainty and run noise allow.")))
+        + f" (mean {_span(over, lambda v: pct(v, sign=True))} by corpus; {by_size})"
+        + (": the form is biased beyond this range, not merely uncertain. " if biased
+           else "; the misses are within what parameter uncertainty and run noise allow. ")
+        # a size's runs share its misfit: the run count describes these runs, it is not a coverage rate
+        + f"{coverage}, a count of runs, not of independent units."))
 
     rep = s.sub("paper_reproduction")
     paper, ours_rep = rep.sub("paper"), rep.sub("reproduced")
