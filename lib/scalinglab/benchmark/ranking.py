@@ -147,14 +147,15 @@ def coverage_overall(rows: list[dict]) -> dict[str, Any]:
                 out.append(float(np.mean(w)))
         return out
 
-    def total(groups: dict[str, list]) -> dict[str, Any]:
+    def total(groups: dict[str, list], w: list[float]) -> dict[str, Any]:
         inside = sum(float(np.mean([a for a, _, _ in v])) for v in groups.values())
         n = sum(float(np.mean([b for _, b, _ in v])) for v in groups.values())
-        w = widths(groups)
         return {"units_inside": inside, "n_units": n, "coverage": inside / n if n else np.nan,
                 "datasets": len(groups)} | ({"half_width_log": float(np.median(w))} if w else {})
 
-    out: dict[str, Any] = {"entries": {e: {k: total(g) for k, g in kinds.items()} for e, kinds in per.items()}}
+    width = {e: {k: widths(g) for k, g in kinds.items()} for e, kinds in per.items()}
+    out: dict[str, Any] = {"entries": {e: {k: total(g, width[e][k]) for k, g in kinds.items()}
+                                       for e, kinds in per.items()}}
     for name, pick in (("laws", lambda e: not e.startswith("baseline /")), ("all", lambda e: True)):
         pooled = {}
         for kind in KINDS + ("n_opt", "l_min"):
@@ -164,7 +165,7 @@ def coverage_overall(rows: list[dict]) -> dict[str, Any]:
                 inside, n = sum(p["units_inside"] for p in parts), sum(p["n_units"] for p in parts)
                 pooled[kind] = {"units_inside": inside, "n_units": n, "coverage": inside / n if n else np.nan,
                                 "entries": len(parts)}
-                w = [x for e in chosen for x in widths(per[e][kind])]
+                w = [x for e in chosen for x in width[e][kind]]
                 if w:
                     pooled[kind]["half_width_log"] = float(np.median(w))
         out[name] = pooled

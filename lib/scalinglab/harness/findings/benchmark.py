@@ -88,20 +88,20 @@ def benchmark(summary: Mapping[str, Any]) -> list[Finding]:
     if cal:
         noise = cov.get("noise_only")
 
-        def width(c: Mapping[str, Any], sep: str) -> str:
+        def share(c: Mapping[str, Any], bracketed: bool = False) -> str:
             # a coverage alone rewards a wide interval: each comes with its median half-width, a relative error
-            w = c.get("half_width_log")
-            return f"{sep}±{pct(w, 1)}" if w is not None else ""
+            text, w = pct(c["coverage"], 0), c.get("half_width_log")
+            if w is None:
+                return text
+            return f"{text}, ±{pct(w, 1)}" if bracketed else f"{text} (±{pct(w, 1)})"
 
         out.append(Finding(
             f"Over the independent held-out units, the laws' calibrated {pct(st('level'), 0)} intervals (fitted one "
             f"training unit below each, forward by scale) hold {dec(cal['units_inside'], 1)} of "
-            f"{dec(cal['n_units'], 0)} ({pct(cal['coverage'], 0)}{width(cal, ', ')})"
-            + (f"; the bootstrap's parameter-only intervals {pct(par['coverage'], 0)}"
-               + (f" ({width(par, '')})" if width(par, "") else "") if par else "")
-            + (f", the noise-only ones {pct(noise['coverage'], 0)}"
-               + (f" ({width(noise, '')})" if width(noise, "") else "") if noise else "")
-            + ("; ± is the median half-width, a share of the loss." if width(cal, "") else ".")))
+            f"{dec(cal['n_units'], 0)} ({share(cal, bracketed=True)})"
+            + (f"; the bootstrap's parameter-only intervals {share(par)}" if par else "")
+            + (f", the noise-only ones {share(noise)}" if noise else "")
+            + ("; ± is the median half-width, a share of the loss." if "half_width_log" in cal else ".")))
 
     sld = s("sldbench")
     against = {k: v for k, v in sld.items() if not _missing(v.get("baseline_r2"))}
