@@ -121,3 +121,19 @@ def test_spreads_pooled_over_sizes_cover_a_new_schedule_and_round_trip():
     assert "pooled over small,mid,large" in pooled["mid"].summary()
     with pytest.raises(UserError, match="needs each calibration's residuals"):
         pool_over({"mid": back})
+
+
+def test_a_refit_stopped_at_its_evaluation_cap_is_named_in_the_calibration():
+    train = [observed(c, np.random.default_rng(3)) for c in TRAIN]
+
+    def capped_without_step(curves):   # the refit that leaves the step schedule out stops at the cap
+        fit = fitter(curves)
+        if all(c.name != "step-3000" for c in curves):
+            return F.CurveFit(fit.law, fit.params, fit.objective, fit.n_points, fit.curves, fit.at_bound,
+                              fit.delta, fit.warmup_in_sum, {"stopped": "evaluation cap"})
+        return fit
+
+    cal = calibrate_schedules(train, capped_without_step, "tissue")
+    assert cal.capped == ("step-3000",) and cal.to_dict()["capped"] == ["step-3000"]
+    assert cal.summary().endswith("the refit without step-3000 stopped at its evaluation cap")
+    assert calibrate_schedules(train, fitter, "tissue").capped == ()

@@ -162,3 +162,25 @@ def test_a_parameter_only_band_stops_at_a_loss_of_zero_and_a_miss_above_it_stays
     assert miss.final_lo == 0.0 and miss.inside is False and miss.to_dict()["param_inside"] is False
     lo, hi = band(short).interval(unseen)
     assert np.all(lo >= 0) and np.all(hi < final)
+
+
+@pytest.mark.parametrize("objectives, picked", [((1 + 4e-13, 1.0, 1 + 2e-13), 0), ((1.1, 1.0, 1.05), 1)])
+def test_starts_that_tie_to_rounding_go_by_the_screens_order(monkeypatch, objectives, picked):
+    # Objectives equal to rounding (a ridge the curves leave unresolved) must not let the BLAS kernel's last
+    # digits choose the fit: the first such start in the screen's order is polished; otherwise the lowest is.
+    starts = [np.full(7, float(i)) for i in range(3)]
+    polished = []
+
+    def local(cl, preps, logy, theta0, delta=F.HUBER_DELTA, max_nfev=150):
+        if max_nfev == 30:
+            return theta0, objectives[int(theta0[0])], True
+        polished.append(int(theta0[0]))
+        return np.array([2.5, 0.6, 0.4, 700.0, 1.0, 0.3, 0.5]), 1.0, True
+
+    monkeypatch.setattr(F, "_screen", lambda *a: starts)
+    monkeypatch.setattr(F, "_local_solve", local)
+    sched = Schedule("cosine", peak=3e-4, total=1000, warmup=100)
+    at = np.arange(50, 1001, 50)
+    c = Curve("c", sched.lrs(), at, np.linspace(3.5, 3.0, len(at)))
+    F.fit_curves([c], "multipower")
+    assert polished == [picked]

@@ -51,6 +51,7 @@ class CurveCalibration:
     tail: float = TAIL
     schedules: tuple = ()
     residuals: UnitResiduals | None = field(default=None, repr=False, compare=False)   # behind ``calibration``
+    capped: tuple = ()   # the schedules whose leave-out refit stopped at the solver's evaluation cap, not converged
 
     @property
     def ok(self) -> bool:
@@ -70,12 +71,15 @@ class CurveCalibration:
                 f"the last {self.tail:.0%} of each held-out curve's steps predicted; log-loss residuals: bias "
                 f"{c.mu:+.4f}, sd between schedules {c.sigma_unit:.4f}, within {c.sigma_point:.4f}{pooled}, "
                 f"t on {df_text(c.df)} df, "
-                f"half-width {c.half_width:.4f} (a factor {np.exp(c.half_width):.4f} either way)")
+                f"half-width {c.half_width:.4f} (a factor {np.exp(c.half_width):.4f} either way)"
+                + (f"; the refit without {', '.join(map(str, self.capped))} stopped at its evaluation cap"
+                   if self.capped else ""))
 
     def to_dict(self) -> dict:
         return to_jsonable(dict(law=self.law, unit="schedule (each training run left out in turn)", tail=self.tail,
                                 schedules=[str(s) for s in self.schedules], calibration=self.calibration.to_dict(),
-                                naive=None if self.naive is None else self.naive.to_dict()))
+                                naive=None if self.naive is None else self.naive.to_dict(),
+                                capped=[str(s) for s in self.capped]))
 
     def saved(self) -> dict:
         """What a saved curve fit stores to rebuild the interval (:func:`from_saved`)."""
@@ -111,10 +115,11 @@ def from_saved(d: dict) -> CurveCalibration:
 
 
 def schedule_residuals(curves: list[Curve], fitter: Callable[[list[Curve]], CurveFit], *,
-                       tail: float = TAIL) -> UnitResiduals:
+                       tail: float = TAIL, capped: list | None = None) -> UnitResiduals:
     """Each training curve left out in turn: ``fitter`` on the others, the held-out curve's tail predicted; log
     residuals, unit = the curve (its schedule). A refit that raises a UserError or predicts a loss <= 0 drops
-    that schedule (``failed``)."""
+    that schedule (``failed``); one that stopped at its solver's evaluation cap is kept, and the left-out
+    schedule's name appended to ``capped`` (when given)."""
     names = [c.name for c in curves]
     if len(set(names)) != len(names):
         raise UserError("calibration: two curves share a name; each schedule must be its own unit")
@@ -125,6 +130,8 @@ def schedule_residuals(curves: list[Curve], fitter: Callable[[list[Curve]], Curv
 
     def fit_predict(train, test):
         fit = fitter([c for i, c in enumerate(curves) if train[owner == i].all()])
+        if capped is not None and fit.status == "failed":
+            capped.extend(names[i] for i in np.unique(owner[test]))
         with np.errstate(all="ignore"):
             return np.concatenate([fit.predict(tails[i]) for i in np.unique(owner[test])])
 
@@ -135,12 +142,13 @@ def calibrate_schedules(curves: list[Curve], fitter: Callable[[list[Curve]], Cur
                         tail: float = TAIL, level: float = 0.95) -> CurveCalibration:
     """The schedule-unit calibration of ``fitter`` on ``curves`` (see the module's docstring), and the naive one
     from the same residuals with each point its own unit."""
-    res = schedule_residuals(curves, fitter, tail=tail)
+    capped: list = []
+    res = schedule_residuals(curves, fitter, tail=tail, capped=capped)
     cal = UnitCalibration.from_residuals(res, level)
     per_point = UnitResiduals(res.resid, np.arange(len(res.resid)).astype(object), res.scheme, res.space, "point",
                               res.failed)
     naive = UnitCalibration.from_residuals(per_point, level)
-    return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves), res)
+    return CurveCalibration(law, cal, naive, tail, tuple(c.name for c in curves), res, tuple(capped))
 
 
 def pool_over(cals: Mapping[Any, CurveCalibration], moderate: bool = False) -> dict[Any, CurveCalibration]:

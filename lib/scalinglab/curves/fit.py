@@ -35,6 +35,7 @@ GRIDS = {
 }
 LINEAR = {"multipower": ("L0", "A", "B"), "tissue": ("L0", "A", "C"), "baseline": ("L0", "A")}
 N_POLISH = 3
+TIE = 1e-9   # relative: objectives closer than this are one optimum as far as the data go
 
 
 @dataclass(frozen=True, repr=False)
@@ -188,8 +189,12 @@ def huber_solver(cl: CurveLaw, inputs: dict, logy: np.ndarray, *, delta: float =
     starts = [np.asarray(theta0, float)] if theta0 is not None else _screen(cl, preps, logy, delta, N_POLISH)
     if not starts:
         raise UserError(f"{cl.name} law: no start gives positive losses on these curves")
-    # every start a short solve, then the best to its tolerances or the evaluation cap
-    short = min((_local_solve(cl, preps, logy, s, delta, max_nfev=30) for s in starts), key=lambda r: r[1])
+    # every start a short solve, then the best to its tolerances or the evaluation cap. Starts whose objectives
+    # agree to TIE (a ridge the curves do not resolve, e.g. C against gamma without a decaying schedule) go by the
+    # screen's order, not by which one the BLAS kernel's last-digit rounding favours: the same fit on every machine
+    shorts = [_local_solve(cl, preps, logy, s, delta, max_nfev=30) for s in starts]
+    lowest = min(r[1] for r in shorts)
+    short = next(r for r in shorts if r[1] <= lowest * (1 + TIE))
     theta, obj, converged = _local_solve(cl, preps, logy, short[0], delta)
     return _result(cl, theta, obj, converged, logy, curves, delta, warmup_in_sum)
 

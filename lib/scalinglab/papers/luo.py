@@ -137,7 +137,8 @@ def curve_calibration(res: dict, names=("multipower", "multipower_early_stopped"
                 parameter_only_inside=int(sum(param)) if param else None,
                 parameter_only_total=len(param) if param else None,
                 per_schedule={p.name: p.cal_inside for p in preds},
-                calibration_schedules=c.n_units, failed=[str(x) for x in c.failed], df=c.df, bias=c.mu,
+                calibration_schedules=c.n_units, failed=[str(x) for x in c.failed], capped=[str(x) for x in cal.capped],
+                df=c.df, bias=c.mu,
                 sigma_schedule=c.sigma_unit, sigma_point=c.sigma_point, half_width=c.half_width,
                 naive_half_width=cal.naive.half_width)
             pooled = f.get("calibration_pooled")
