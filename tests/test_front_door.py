@@ -119,3 +119,37 @@ def test_sl_fit_curve_is_the_fit_fit_curve_prints(tmp_path, capsys):
                                                                          "True or False")):
         with pytest.raises(UserError, match=message):
             sl.fit_curve(**kw)
+
+
+def test_subsampling_is_an_option_of_the_fit_with_hoffmanns_draws(runs_csv):
+    # sl.fit(subsample=0.8) is Hoffmann et al.'s refits on 80% of the runs without replacement: the same
+    # replicates as the batched bootstrap given those weights, each refit on 32 distinct runs of 40, and the
+    # result says it is subsampling, not a bootstrap.
+    from scalinglab.fitting.chinchilla import approach3 as F
+    from scalinglab.fitting.rows import resample_indices, subsample_counts
+
+    fit = sl.fit(runs_csv, bootstrap=40, seed=0)
+    sub = sl.fit(runs_csv, bootstrap=40, seed=1, subsample=0.8)
+    N, D, L = fit.data.inputs["n"], fit.data.inputs["d"], fit.data.y
+    same = F.bootstrap(fit, N, D, L, counts=subsample_counts(len(L), 40, 0.8, seed=1))
+    assert np.array_equal(sub.bootstrap.samples, same.samples) and sub.params == fit.params
+    assert sub.bootstrap.fraction == 0.8 and sub.bootstrap.to_dict()["fraction"] == 0.8
+    assert "subsampling" in sub.bootstrap.summary() and "80% subsamples" in sub.summary()
+    assert "fraction" not in fit.bootstrap.to_dict()
+    picks = list(resample_indices(40, 5, 0, fraction=0.8))
+    assert all(len(p) == len(set(p)) == 32 for p in picks)
+    groups = np.repeat(np.arange(8), 5)
+    for p in resample_indices(40, 5, 0, groups=groups, fraction=0.5):   # whole groups, 4 of the 8
+        assert len(p) == 20 and len(set(groups[p])) == 4
+    kaplan = sl.fit(runs_csv, law="kaplan", bootstrap=10, subsample=0.5)   # the generic solver's bootstrap too
+    assert kaplan.bootstrap.fraction == 0.5 and "subsampling" in kaplan.bootstrap.summary()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(bootstrap=20, subsample=1.0), "in \\(0, 1\\)"),
+    (dict(subsample=0.8), "needs a number of refits"),
+    (dict(subsample=0.8, options=sl.FitOptions()), "subsample= given beside options="),
+])
+def test_a_subsample_it_cannot_honour_is_refused(runs_csv, kwargs, message):
+    with pytest.raises(UserError, match=message):
+        sl.fit(runs_csv, **kwargs)

@@ -34,8 +34,8 @@ def load_runs(path: str | None = None, *, dataset: str | None = None):
 
 
 def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highest: int = 0, bootstrap: int = 0,
-        seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, delta: float | None = None,
-        solver: str | None = None, options=None, **columns):
+        seed: int = 0, level: float = 0.95, bootstrap_by: str | None = None, subsample: float | None = None,
+        delta: float | None = None, solver: str | None = None, options=None, **columns):
     """Fit a registered law to runs (``Runs``, a CSV path, or a table: a DataFrame or a dict of columns) and
     return its ``LawFit`` (variable projection's ``VarproFit`` with ``solver="varpro"``): the same fit as
     `scalinglab fit` (``fitting.workflow.fit_runs``), keeping the runs it saw (``fit.data``).
@@ -48,9 +48,11 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
     ``["tokens>1e9"]``; ``fixed``: parameters held, e.g. ``{"E": 1.69}``; ``tied``: parameters held equal to
     another or given by a formula, e.g. ``{"alpha_N": "alpha_D"}`` (``FitOptions.tied``); ``drop_highest``: leave
     out the K highest losses first (Epoch's protocol drops 5); ``bootstrap``: resamples (of rows, or of whole
-    groups named by the column ``bootstrap_by``), or give ``options`` (``FitOptions``, with its ``Resampling``)
-    instead of ``bootstrap``, ``seed``, ``level``, ``bootstrap_by``, ``delta``, ``tied`` and ``solver``; column
-    roles by keyword (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``, ``x=...``,
+    groups named by the column ``bootstrap_by``); ``subsample``: instead, refits on that share of the runs (or groups)
+    drawn without replacement (Hoffmann et al.'s 0.8; ``fit.bootstrap`` then holds subsampling's spread, not a
+    sampling interval); or give ``options`` (``FitOptions``, with its ``Resampling``) instead of ``bootstrap``,
+    ``seed``, ``level``, ``bootstrap_by``, ``subsample``, ``delta``, ``tied`` and ``solver``; column roles by keyword
+    (``n="params"``, ``d="tokens"``, ``c="flops"``, ``loss=...``, ``u=...``, ``x=...``,
     ``y=...``) override the dataset's roles and the defaults N, D, loss."""
     import os
 
@@ -69,7 +71,8 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
                         f"(e.g. n='params'){hint}")
     if options is not None:
         given = [k for k, v, default in (("bootstrap", bootstrap, 0), ("seed", seed, 0), ("level", level, 0.95),
-                                         ("bootstrap_by", bootstrap_by, None), ("delta", delta, None),
+                                         ("bootstrap_by", bootstrap_by, None), ("subsample", subsample, None),
+                                         ("delta", delta, None),
                                          ("tied", tied, None), ("solver", solver, None))
                  if v != default]
         if given:   # bootstrap=50 beside options=FitOptions(...) was dropped without a word
@@ -88,7 +91,7 @@ def fit(runs, law="chinchilla", *, where=None, fixed=None, tied=None, drop_highe
     form = law if isinstance(law, registry.Law) else registry.get(law)
     if options is None:
         options = FitOptions(delta=HUBER_DELTA if delta is None else delta, tied=tied or (), solver=solver,
-                             resampling=Resampling(bootstrap, bootstrap_by, seed, level))
+                             resampling=Resampling(bootstrap, bootstrap_by, seed, level, subsample))
     cols = registry.Columns.from_roles(runs.roles, columns, tokens="d" in form.inputs)
     request = FitRequest(form, cols, options, dict(fixed or {}), drop_highest)
     return fit_runs(runs.select(where), request).fit

@@ -64,12 +64,15 @@ def check_delta(delta, name: str = "delta") -> float:
 class Resampling:
     """How a fit's uncertainty is estimated: ``n`` refits (0: none) on resamples of the runs drawn with
     replacement, or of whole groups of runs sharing a value of the column ``by`` (one model's checkpoints, one
-    seed: the unit whose draws are independent); the draws' ``seed``; the ``level`` of percentile intervals."""
+    seed: the unit whose draws are independent); the draws' ``seed``; the ``level`` of percentile intervals.
+    ``fraction``: instead of the bootstrap, refits on that share of the units drawn without replacement
+    (subsampling, as Hoffmann et al. refit on 80% of their runs); its spread is not a sampling interval."""
 
     n: int = 0
     by: str | None = None
     seed: int = 0
     level: float = 0.95
+    fraction: float | None = None
 
     def __post_init__(self):
         if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer, float)) or int(self.n) != self.n \
@@ -85,6 +88,12 @@ class Resampling:
             raise UserError(f"bootstrap_by {self.by!r}: the name of a column")
         if self.by is not None and not self.n:
             raise UserError(f"resampling groups of {self.by!r} needs a number of resamples")
+        if self.fraction is not None:
+            from scalinglab.fitting.rows import check_fraction
+
+            check_fraction(self.fraction)
+            if not self.n:
+                raise UserError(f"subsample fraction {self.fraction:g} needs a number of refits")
 
 
 @dataclass(frozen=True)

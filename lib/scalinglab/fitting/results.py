@@ -61,8 +61,10 @@ class ReplicateSpread:
         """The SE and interval columns' header in a summary table, with the replicates counted and, for a
         cluster bootstrap, what it resampled."""
         unit = "" if self.unit == "runs" else f" of {self.unit}, {self.n_units} groups"
+        fraction = getattr(self, "fraction", None)
+        what = "resamples" if fraction is None else f"refits on {fraction:.0%} subsamples"
         return (f"{'SE':>12}   {round(self.level * 100):d}% interval ({len(self.samples)} of {self.n_boot} "
-                f"resamples{unit})")
+                f"{what}{unit})")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Bootstrap(ReplicateSpread):
     free: tuple[str, ...] | None = None     # the fit's free parameters (alpha stands for a tied pair)
     derived: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict, compare=False)
     scale: tuple[str, ...] = ()             # positive scale parameters: their SE is also given on the log scale
+    fraction: float | None = None           # subsampling: each refit kept this share of the units, no replacement
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -152,11 +155,17 @@ class Bootstrap(ReplicateSpread):
         if self.scale:
             out["se_log"] = self.se_log
         out["ci"] = {k: list(v) for k, v in self.ci.items()}
+        if self.fraction is not None:
+            out["fraction"] = self.fraction
         return to_jsonable(out)
 
     def summary(self) -> str:
         """One line: how many resamples of what, and how many converged."""
         unit = "" if self.unit == "runs" else f" of {self.unit}, {self.n_units} groups"
+        if self.fraction is not None:
+            return (f"{round(self.level * 100):d}% subsampling: {len(self.samples)} of {self.n_boot} refits on "
+                    f"{self.fraction:.0%} of the {'runs' if not unit else self.unit}, drawn without replacement, "
+                    f"converged (seed {self.seed})")
         return (f"{round(self.level * 100):d}% bootstrap: {len(self.samples)} of {self.n_boot} resamples{unit} "
                 f"converged (seed {self.seed})")
 

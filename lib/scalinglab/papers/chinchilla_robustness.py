@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
+from scalinglab.fitting import rows
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import isoflop
@@ -249,15 +250,9 @@ def mode_table(samples: np.ndarray, labels: np.ndarray, C: float, level: float =
 
 def subsample_counts(n: int, n_refits: int, frac: float = 0.8, seed: int = 0) -> np.ndarray:
     """(n_refits, n) 0/1 weights: each refit keeps round(frac·n) runs drawn without replacement (Hoffmann's
-    Table 2 caption: refits on 80% of the data, 100 times)."""
-    if not 0 < frac <= 1:
-        raise UserError(f"the subsample fraction must be in (0, 1], not {frac}")
-    m = int(round(frac * n))
-    rng = np.random.default_rng(seed)
-    out = np.zeros((n_refits, n))
-    for i in range(n_refits):
-        out[i, rng.choice(n, m, replace=False)] = 1.0
-    return out
+    Table 2 caption: refits on 80% of the data, 100 times); ``fitting.rows.subsample_counts``, the draw that
+    ``Resampling(fraction=...)`` makes inside a fit."""
+    return rows.subsample_counts(n, n_refits, frac, seed)
 
 
 def percentile_width(x, level: float = 0.8) -> float:

@@ -53,7 +53,7 @@ from scalinglab.fitting.conditions import _n_rows
 from scalinglab.fitting.form import Law, Param
 from scalinglab.fitting.options import FitOptions, check_resample_count, min_rows
 from scalinglab.fitting.results import NEGLIGIBLE_TERM, Bootstrap, LawFit
-from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, unit_counts
+from scalinglab.fitting.rows import keep_below_highest, positive_logs, progress_bar, subsample_counts, unit_counts
 
 
 def newton_settings(options: FitOptions) -> NewtonSettings:
@@ -335,7 +335,8 @@ def fit_arrays(N, D, L, options: FitOptions | None = None, *, starts: np.ndarray
                             options=opts, rss=rss)
     if n_boot:
         result = replace(result, bootstrap=bootstrap(result, N, D, L, n_boot=n_boot, seed=seed, level=level,
-                                                      progress=progress, groups=groups, unit=unit))
+                                                      progress=progress, groups=groups, unit=unit,
+                                                      fraction=opts.resampling.fraction))
     return result
 
 
@@ -386,7 +387,7 @@ def _vanished_terms(theta, logN, logD, P: Parametrisation, at_bound) -> tuple[st
 
 def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, level: float = 0.95,
               chunk: int = 1000, progress: bool = False, groups=None, unit: str = "groups",
-              counts: np.ndarray | None = None) -> Bootstrap:
+              counts: np.ndarray | None = None, fraction: float | None = None) -> Bootstrap:
     """Re-fit ``n_boot`` row resamples at once, each warm-started from ``result``.
 
     ``groups`` (one label per run) resamples whole groups instead of rows (``group_counts``): when
@@ -394,7 +395,8 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
     order and shape, so the model is the independent unit, and resampling rows would treat its
     rows as independent evidence and make the intervals too narrow. ``unit`` names the groups.
     ``counts`` ((n_boot, runs) weights) replaces the resampling scheme altogether, e.g. Hoffmann's refits on
-    80% of the runs drawn without replacement (``scalinglab.papers.chinchilla_robustness.subsample_counts``).
+    80% of the runs drawn without replacement; ``fraction`` draws those (``fitting.rows.subsample_counts``, of the
+    runs or of the groups).
     A replicate counts when ``batched_solve`` converged (projected gradient
     < ``gtol``, or steps < ``batch_tol``) and is on no artificial bound; the
     rest are counted in ``n_failed`` and left out of the SEs and intervals.
@@ -424,6 +426,9 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
         if n_units < 2:
             raise UserError(f"a bootstrap over {unit} needs at least 2 of them to give an interval; the "
                             f"{n} runs fall in {n_units}")
+    if fraction is not None and counts is None:
+        counts = subsample_counts(n_units, n_boot, fraction, seed)
+        counts = counts if inverse is None else counts[:, inverse]
     check_resample_count(n_boot)
     # Resamples are drawn chunk by chunk from one generator: the same counts as ``resample_counts`` /
     # ``group_counts`` draw at once, without ever holding n_boot × rows of them. A chunk's weights stay
@@ -451,7 +456,7 @@ def bootstrap(result: LawFit, N, D, L, *, n_boot: int = 4000, seed: int = 0, lev
     constant = tuple(fixed) + (("a", "b") if P.tied or {"alpha", "beta"} <= fixed.keys() else ())
     return Bootstrap(exact_fixed(to_params(theta[ok]), opts), PARAMS, n_boot, int((~ok).sum()), level, seed,
                      constant=constant, unit=unit, n_units=n_units, converged=ok, free=P.names,
-                     derived=CHINCHILLA.derived, scale=CHINCHILLA.scale_params)
+                     derived=CHINCHILLA.derived, scale=CHINCHILLA.scale_params, fraction=fraction)
 
 
 def chinchilla_arrays(table, rows=None, n_col: str = "N", d_col: str | None = "D", loss_col: str | None = "loss",

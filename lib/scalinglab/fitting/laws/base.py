@@ -382,12 +382,13 @@ def generic_solver(law: Law, inputs: Mapping[str, np.ndarray], y: np.ndarray, *,
     fit = LawFit(law, prob.params(z), status, obj, objective, delta, len(y), len(starts), rss=rss, at_bound=bound,
                  fixed=fixed, unidentified=loose, ties=ties)
     if n_boot:
-        fit = _with_bootstrap(fit, prob, starts, objective, delta, n_boot, seed, level, groups, unit, progress)
+        fit = _with_bootstrap(fit, prob, starts, objective, delta, n_boot, seed, level, groups, unit, progress,
+                              options.resampling.fraction)
     return fit
 
 
 def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, seed, level, groups, unit,
-                    progress) -> LawFit:
+                    progress, fraction: float | None = None) -> LawFit:
 
 
     # The replicates start from the full-data optimum and the grid starts that scored best on all the data.
@@ -397,7 +398,7 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     seeds = np.vstack([z_hat, starts[np.argsort(score)[:BOOT_STARTS]]])  # the next are tried if one fails
     n = fit.n_rows
     samples, ok = [], []
-    for idx in progress_bar(resample_indices(n, n_boot, seed, groups), f"bootstrap {fit.law.name}", progress):
+    for idx in progress_bar(resample_indices(n, n_boot, seed, groups, fraction), f"bootstrap {fit.law.name}", progress):
         sub = prob.at_rows(idx)
         z, _, _, success = _solve(sub, seeds, kind, delta, first=True)
         good = z is not None and success and not _at_bound(sub, z) and not sub.outside(sub.params(z))
@@ -409,6 +410,6 @@ def _with_bootstrap(fit: LawFit, prob: _Problem, starts, kind, delta, n_boot, se
     bs = Bootstrap(np.array(samples, float).reshape(-1, len(law.names)), law.names, n_boot, int(n_boot - sum(ok)),
                    level, seed, constant=tuple(fit.fixed), unit="runs" if groups is None else unit, n_units=n_units,
                    derived=law.derived, scale=law.scale_params,
-                   free=tuple(p.name for p in prob.free) if prob.ties else None)
+                   free=tuple(p.name for p in prob.free) if prob.ties else None, fraction=fraction)
     return replace(fit, bootstrap=bs)
 
