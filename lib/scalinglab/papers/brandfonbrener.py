@@ -41,10 +41,24 @@ TRANSLATION = {"fineweb-100b": (0.992, 0.990, 0.961), "fineweb-edu-100b": (0.992
                "smollm-corpus": (0.992, 0.991, 0.947), "starcoder": (0.987, 0.986, 0.450)}
 
 
-# Their ProofPile 2 baseline's parameters, as translation_experiment.ipynb cell 20 prints them (the one baseline
-# whose fitted law their notebook shows).
-PUBLISHED_BASELINE_PP2 = {"A": 64096431.883385874, "B": 122571516.31482568, "E": 0.9893408122491744,
-                          "alpha": 0.2261391274263073, "beta": 1.4856416136883897}
+# Their six baselines' fitted laws, as translation_experiment.ipynb prints them (the cell computing
+# ``sky_losses``, In [17]: each target's own law on its ~20-tokens-per-parameter models, after 200 optax L-BFGS
+# steps from 16 starts, the lowest objective kept).
+PUBLISHED_BASELINES = {
+    "fineweb-100b": {"A": 106499034.37870571, "B": 1708460388.0958407, "E": 1.9762246669853243,
+                     "alpha": 0.31451261243258427, "beta": 0.41746459707844297},
+    "fineweb-edu-100b": {"A": 324513861.33263934, "B": 1469477798.2387824, "E": 1.5182684491334686,
+                         "alpha": 0.21627720944426923, "beta": 0.49242766346021294},
+    "proof-pile-2": {"A": 64096431.883385874, "B": 122571516.31482568, "E": 0.9893408122491744,
+                     "alpha": 0.2261391274263073, "beta": 1.4856416136883897},
+    "slimpajama-chunk1": {"A": 108418940.84305097, "B": 1278662887.6450589, "E": 1.8340993197213786,
+                          "alpha": 0.3142478195508326, "beta": 0.47069453887602875},
+    "smollm-corpus": {"A": 73573186.23280783, "B": 1807105246.9203513, "E": 1.4879216256271834,
+                      "alpha": 0.43646131032129687, "beta": 0.4056986177731782},
+    "starcoder": {"A": 50009316.144198895, "B": 9264150.337767946, "E": 0.7989986733167309,
+                  "alpha": 0.44116812429431573, "beta": 0.2548897214527567},
+}
+ABOVE = 0.01   # their objective counts as above our optimum when higher by more than this share
 
 
 def test_key(task: str) -> str:
@@ -172,27 +186,37 @@ def big_with_floors(*, n_boot: int = 200, seed: int = 0, level: float = 0.95) ->
 
 
 def baseline_check() -> dict[str, Any]:
-    """Why the translation baseline differs from the printed one. Their notebook prints its ProofPile 2 baseline's
-    parameters: scored here they give its printed R², and their log-Huber objective on the same ~8 models sits
-    above the optimum our solver finds, whose R² differs. So the scoring is reproduced, and the fit is an
-    ill-posed one (five parameters, one tokens-per-parameter ratio) whose R² depends on where a solver stops."""
+    """Why the translation baseline differs from the printed one, on all six targets. Their notebook prints each
+    baseline's fitted law: scored here, each gives its printed R² (``scoring_reproduced``, to the printed
+    rounding), and their log-Huber objective on the same 6-8 models is compared with the optimum our solver
+    finds (``above_optimum``: theirs higher by more than ``ABOVE``). Where it is, their optimiser stopped short of
+    the optimum of its own objective, and the R² of so ill-posed a fit (five parameters, one tokens-per-parameter
+    ratio) is where it stopped."""
     from scalinglab.fitting.huber import huber
 
     sweep, _, _ = load()
     small = small_models(sweep)
-    d = "proof-pile-2"
-    s, full = small[small["data"] == d], sweep[sweep["data"] == d]
+    rows = []
+    for d, theirs in PUBLISHED_BASELINES.items():
+        s, full = small[small["data"] == d], sweep[sweep["data"] == d]
 
-    def objective(p):
-        pred = T._kaplan_e({"n": s["params"].to_numpy(float), "d": s["tokens"].to_numpy(float)}, p)
-        return float(np.mean(huber(np.log(pred) - np.log(s["val_loss"].to_numpy(float)))))
+        def objective(p, s=s):
+            pred = T._kaplan_e({"n": s["params"].to_numpy(float), "d": s["tokens"].to_numpy(float)}, p)
+            return float(np.mean(huber(np.log(pred) - np.log(s["val_loss"].to_numpy(float)))))
 
-    ours = fit_law(T.KAPLAN_E, {"n": s["params"], "d": s["tokens"]}, s["val_loss"]).params
-    theirs = PUBLISHED_BASELINE_PP2
-    return {"dataset": NAMES[d], "n_models": int(len(s)), "published_r2": TRANSLATION[d][2],
-            "their_params_r2": T.r_squared(theirs, full["params"], full["tokens"], full["val_loss"]),
-            "their_objective": objective(theirs), "our_objective": objective(ours),
-            "our_r2": T.r_squared(ours, full["params"], full["tokens"], full["val_loss"])}
+        ours = fit_law(T.KAPLAN_E, {"n": s["params"], "d": s["tokens"]}, s["val_loss"]).params
+        r2 = T.r_squared(theirs, full["params"], full["tokens"], full["val_loss"])
+        rows.append({"dataset": NAMES[d], "n_models": int(len(s)), "published_r2": TRANSLATION[d][2],
+                     "their_params_r2": r2, "scoring_reproduced": bool(abs(r2 - TRANSLATION[d][2]) <= 0.0015),
+                     "their_objective": objective(theirs), "our_objective": objective(ours),
+                     "our_r2": T.r_squared(ours, full["params"], full["tokens"], full["val_loss"])})
+    above = [r["their_objective"] / r["our_objective"] - 1 for r in rows]
+    for r, a in zip(rows, above):
+        r["above_optimum"] = bool(a > ABOVE)
+    over = [a for a in above if a > ABOVE]
+    return {"rows": rows, "n": len(rows), "scoring_reproduced": sum(r["scoring_reproduced"] for r in rows),
+            "above_optimum": len(over), "above_range": [min(over), max(over)] if over else None,
+            "threshold": ABOVE, "n_models": [min(r["n_models"] for r in rows), max(r["n_models"] for r in rows)]}
 
 
 def small_models(sweep: pd.DataFrame) -> pd.DataFrame:
