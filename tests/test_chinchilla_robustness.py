@@ -7,7 +7,7 @@ from scalinglab.errors import UserError
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import envelope as E
-from scalinglab.fitting.rows import resample_counts
+from scalinglab.fitting.rows import resample_counts, subsample_counts
 from scalinglab.papers import chinchilla_robustness as R
 
 LAW = ScalingLaw(E=1.8, A=480.0, B=2100.0, alpha=0.35, beta=0.37)
@@ -55,13 +55,13 @@ def test_subsamples_without_replacement_give_half_the_bootstrap_width():
     # near 2%, so ±0.06 around 0.5 is three of them.
     rng = np.random.default_rng(2)
     x = rng.normal(0, 1, 200)
-    sub = R.subsample_counts(200, 4000, 0.8, seed=3)
+    sub = subsample_counts(200, 4000, 0.8, seed=3)
     assert set(np.unique(sub)) == {0.0, 1.0} and (sub.sum(axis=1) == 160).all()
     boot = resample_counts(200, 4000, seed=4)
     ratio = R.percentile_width(sub @ x / 160) / R.percentile_width(boot @ x / 200)
     assert abs(ratio - 0.5) < 0.06
     with pytest.raises(UserError):
-        R.subsample_counts(10, 2, frac=1.5)
+        subsample_counts(10, 2, 1.5)
 
 
 def test_runs_needed_scales_as_the_inverse_square_of_the_width():
@@ -74,7 +74,7 @@ def test_runs_needed_scales_as_the_inverse_square_of_the_width():
 def test_hoffmanns_subsample_refits_run_through_the_batched_bootstrap():
     N, C, L = simulated_runs()
     fit = F.fit_arrays(N, C / (6 * N), L, n_boot=300, seed=0)
-    sub = F.bootstrap(fit, N, C / (6 * N), L, counts=R.subsample_counts(len(L), 300, seed=1))
+    sub = F.bootstrap(fit, N, C / (6 * N), L, counts=subsample_counts(len(L), 300, 0.8, seed=1))
     assert sub.n_boot == 300 and sub.n_failed == 0
     # The same halving as for a mean, for a smooth estimator; 300 draws leave ~5% Monte-Carlo error per width.
     ratio = R.percentile_width(sub.column("a")) / R.percentile_width(fit.bootstrap.column("a"))

@@ -15,6 +15,7 @@ import numpy as np
 from scalinglab.errors import UserError
 from scalinglab.files import MAX_COUNT
 from scalinglab.fitting.huber import HUBER_DELTA
+from scalinglab.fitting.rows import check_fraction
 
 
 def min_rows(n_free: int) -> int:
@@ -89,8 +90,6 @@ class Resampling:
         if self.by is not None and not self.n:
             raise UserError(f"resampling groups of {self.by!r} needs a number of resamples")
         if self.fraction is not None:
-            from scalinglab.fitting.rows import check_fraction
-
             check_fraction(self.fraction)
             if not self.n:
                 raise UserError(f"subsample fraction {self.fraction:g} needs a number of refits")

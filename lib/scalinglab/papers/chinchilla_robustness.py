@@ -5,8 +5,9 @@
   Hoffmann's Figure 4, and each reading of the parameter counts the data allow;
 - :func:`two_modes` and :func:`mode_table`: a two-component normal mixture on a bootstrap column (is it
   bimodal, which replicate belongs to which mode) and a, N_opt within each mode;
-- :func:`subsample_counts`, :func:`runs_needed` and :func:`narrow_intervals`: Hoffmann's interval procedure
-  (refits on 80% of the runs, 10th-90th percentiles) and how many runs intervals as narrow as his would need;
+- :func:`runs_needed` and :func:`narrow_intervals`: Hoffmann's interval procedure
+  (refits on 80% of the runs, 10th-90th percentiles, drawn by `fitting.rows.subsample_counts` or a fit's
+  `Resampling(fraction=0.8)`) and how many runs intervals as narrow as his would need;
 - :func:`approach_rows`: Approaches 1, 2 and 3 side by side with Hoffmann's Table 2, and :func:`held_values`:
   which of Hoffmann's exponents each of our intervals holds;
 - :func:`decades_beyond`: how far a budget lies beyond the largest run of a suite, in decades of 6ND.
@@ -21,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from scalinglab.errors import UserError
-from scalinglab.fitting import rows
 from scalinglab.fitting.chinchilla import approach3 as F
 from scalinglab.fitting.chinchilla.law import ScalingLaw
 from scalinglab.fitting.frontier import isoflop
@@ -247,13 +247,6 @@ def mode_table(samples: np.ndarray, labels: np.ndarray, C: float, level: float =
 
 
 # --- Hoffmann's narrow intervals ------------------------------------------------------------------------
-
-def subsample_counts(n: int, n_refits: int, frac: float = 0.8, seed: int = 0) -> np.ndarray:
-    """(n_refits, n) 0/1 weights: each refit keeps round(frac·n) runs drawn without replacement (Hoffmann's
-    Table 2 caption: refits on 80% of the data, 100 times); ``fitting.rows.subsample_counts``, the draw that
-    ``Resampling(fraction=...)`` makes inside a fit."""
-    return rows.subsample_counts(n, n_refits, frac, seed)
-
 
 def percentile_width(x, level: float = 0.8) -> float:
     """Width of the central percentile interval at ``level`` (0.8: Hoffmann's 10th to 90th)."""
